@@ -30,9 +30,15 @@ import (
 // *ValidationError naming its path, and each profile is parsed and
 // validated as a profile. The deliverable is code, not data: the caller
 // sets Graph.Deliverable. Decode checks the document's shape only;
-// RunGraph (or Validate) checks the topology.
+// RunGraph (or Validate) checks the topology. A definition longer than
+// MaxDefinitionLen bytes is refused before it is read (a
+// *ValidationError at the root, pointer ""); Decode's cost is linear in
+// its input (BenchmarkDecodeWorstCases).
 func Decode(data []byte) (Graph, error) {
 	var g Graph
+	if len(data) > MaxDefinitionLen {
+		return g, invalid("graph", "is %d bytes, more than graph.MaxDefinitionLen (%d): give a smaller definition", len(data), MaxDefinitionLen)
+	}
 	if err := syntax(data); err != nil {
 		return g, err
 	}

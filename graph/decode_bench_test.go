@@ -16,8 +16,8 @@ import (
 // sizes, ten times apart. Compare cpu-ns/op, the process's CPU time per
 // decode (ns/op is wall time, which a loaded machine inflates), across
 // the two sizes: linear growth is a ratio near ten.
-// Decode itself takes any length: the CLI bounds a graph file at
-// maxInputLen (internal/cli, 64 MiB) before Decode reads it.
+// Decode refuses more than MaxDefinitionLen (64 MiB, the CLI's
+// maxInputLen too) before it reads anything.
 func BenchmarkDecodeWorstCases(b *testing.B) {
 	cases := map[string]func(n int) string{
 		// many resources in the budget, each its own object

@@ -9,6 +9,11 @@ import (
 	"strconv"
 )
 
+// MaxDefinitionLen bounds a graph definition (Decode), in bytes: the
+// most the agentrt CLI reads of a file, so a definition it reads always
+// decodes, and a library caller's input is bounded the same.
+const MaxDefinitionLen = 64 << 20
+
 // MaxDirectivesLen bounds a directives document (DecodeDirectives): a
 // registry is reviewable text, kilobytes per directive.
 const MaxDirectivesLen = 4 << 20

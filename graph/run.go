@@ -27,7 +27,7 @@ import (
 // the graph and refused when set (*ConfigError naming the field);
 // Router, MaxTurns, Now and Logger are read by the graph's router brain
 // too; WorkspaceRoot without RunDir becomes RunDir
-// (supervise.RunDirFor);
+// (supervise.RunDirIn);
 // everything else (Executor, Workers, PerWorker, MaxLiveWorkers,
 // AuthorizeSpawn — which sees a pinned node's request, Profile being the
 // node id — RunDir, RunID, Resume, Analysts, …) is forwarded verbatim.
@@ -140,12 +140,12 @@ func RunGraph(ctx context.Context, g Graph, o Options) (GraphResult, error) {
 	// hooks the dead process left unfinished run again.
 	so.OnResume = r.bind
 	if so.RunDir == "" && so.WorkspaceRoot != "" {
-		// The layout's default place (supervise.RunDirFor), resolved
+		// The layout's default place (supervise.RunDirIn), resolved
 		// here so that a resume's journal check reads the same dir.
 		if so.RunID == "" {
 			so.RunID = kernel.NewID("graph")
 		}
-		so.RunDir = supervise.RunDirFor(so.WorkspaceRoot, so.RunID)
+		so.RunDir = supervise.RunDirIn(so.WorkspaceRoot, so.RunID)
 	}
 	if so.Resume {
 		if err := pl.checkJournal(ctx, so, topo); err != nil {

@@ -427,7 +427,13 @@
 // state.json and progress.ndjson, so a process taken over never
 // overwrites its successor's projection. With
 // Options.WorkspaceRoot and no RunDir the run dir is
-// <root>/.agent/supervisor/<runId> (RunDirFor).
+// <root>/.agent/supervisor/<runId> (RunDirFor; an id that is not a
+// plain name is escaped, RunDirStem, so two runs never share a
+// directory; RunDirIn also finds a run in the directory an earlier
+// agentrt made for its id, when that directory records it). A run dir's
+// state.json names its run: a run opened on a
+// directory whose state names another is refused
+// (*RunDirMismatchError).
 //
 // External-harness brains (claude-code, codex, opencode) are
 // coordmcp.HarnessBrain: the verbs of a live run served over MCP, which

@@ -378,7 +378,11 @@ func openLayout(dir, runID string, prior []Record, readout func() ledger.Readout
 		nodes: map[NodeID]string{}, kick: make(chan struct{}, 1), done: make(chan struct{})}
 	y.room = sync.NewCond(&y.mu)
 	y.state.ProgressTruncated = y.progBytes >= MaxProgressBytes
-	if st, err := ReadRunState(context.Background(), dir); err == nil && st.RunID == runID {
+	if err := checkRunDirOwner(dir, runID); err != nil {
+		j.Close()
+		return nil, err
+	}
+	if st, err := ReadRunState(context.Background(), dir); err == nil {
 		y.state.Revision = st.Revision
 	}
 	for i := range prior {
@@ -391,6 +395,18 @@ func openLayout(dir, runID string, prior []Record, readout func() ledger.Readout
 	}
 	go y.write()
 	return y, nil
+}
+
+// checkRunDirOwner refuses to open run runID in dir when dir's
+// state.json names another run (*RunDirMismatchError): the directory is
+// that run's. A directory without a state, or with one that does not
+// decode, is not refused here.
+func checkRunDirOwner(dir, runID string) error {
+	st, err := ReadRunState(context.Background(), dir)
+	if err == nil && st.RunID != runID {
+		return &RunDirMismatchError{RunDir: dir, RunID: runID, Recorded: st.RunID}
+	}
+	return nil
 }
 
 // apply folds r into the state and returns the progress line it makes,

@@ -165,7 +165,7 @@ func escapePointer(s string) string {
 
 // ReadRunStarted returns the run-started record of the journal o names
 // (as Supervise finds it: the SpawnStore's run RunID, else RunDir, else
-// RunDirFor(WorkspaceRoot, RunID)), without locking or changing
+// RunDirIn(WorkspaceRoot, RunID)), without locking or changing
 // anything: what a resume of that run will continue with — its task,
 // its budget (Budget, PerWorker; nil in a journal written before they
 // were journaled) and its manager's digest. A run with no journal yet
@@ -184,7 +184,7 @@ func ReadRunStarted(ctx context.Context, o Options) (Record, error) {
 		first = recs
 	default:
 		if where == "" && o.WorkspaceRoot != "" {
-			where = RunDirFor(o.WorkspaceRoot, o.RunID)
+			where = RunDirIn(o.WorkspaceRoot, o.RunID)
 		}
 		if where == "" {
 			return Record{}, fmt.Errorf("%w: ReadRunStarted needs a RunDir, a WorkspaceRoot and RunID, or a SpawnStore", ErrInvalidOptions)

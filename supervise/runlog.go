@@ -946,3 +946,16 @@ func (e *BlobError) Error() string {
 
 // Unwrap returns why a damaged blob is refused.
 func (e *BlobError) Unwrap() error { return e.Err }
+
+// RunDirMismatchError: the run directory's state.json names another run
+// than the one being opened there. The directory is that run's: it is
+// neither adopted nor overwritten.
+type RunDirMismatchError struct {
+	RunDir   string
+	RunID    string // the run being opened
+	Recorded string // the run the directory's state names
+}
+
+func (e *RunDirMismatchError) Error() string {
+	return fmt.Sprintf("supervise: %s is the directory of run %q, not of run %q: give run %q a directory of its own", e.RunDir, e.Recorded, e.RunID, e.RunID)
+}

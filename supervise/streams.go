@@ -2,7 +2,11 @@ package supervise
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -129,16 +133,116 @@ func (r StreamRecord) withText(s string) StreamRecord {
 var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
 
 // RunDirFor is the default directory of run runID under workspace root:
-// <root>/.agent/supervisor/<stem of runID>, the stem as WorkerStem makes
-// it (so a run id never names a path outside the supervisor directory).
-// A stem that is only dots ("." or "..", which would name the supervisor
-// directory itself or its parent) gets a leading "_".
+// <root>/.agent/supervisor/<stem>, the stem as RunDirStem makes it, so
+// that a run id never names a path outside the supervisor directory and
+// two distinct run ids never name one directory.
 func RunDirFor(root, runID string) string {
+	return filepath.Join(root, filepath.FromSlash(SupervisorDir), RunDirStem(runID))
+}
+
+// RunDirIn is where run runID's directory is under workspace root: at
+// RunDirFor, unless nothing is there and the directory an earlier
+// agentrt made for a run id that is not a plain name (every byte outside
+// [A-Za-z0-9._-] replaced by '_', "a_b" for "a:b") records exactly this
+// run — its state.json, else its journal's run-started — so a run
+// started before the mapping became one-to-one still resumes, is
+// steered and cancelled. A directory recording another run is never
+// taken. A new run is made at RunDirFor.
+func RunDirIn(root, runID string) string {
+	dir := RunDirFor(root, runID)
+	legacy := filepath.Join(root, filepath.FromSlash(SupervisorDir), legacyRunDirStem(runID))
+	if legacy == dir {
+		return dir
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+		return dir
+	}
+	if fi, err := os.Stat(legacy); err != nil || !fi.IsDir() {
+		return dir
+	}
+	if recordedRunID(legacy) == runID {
+		return legacy
+	}
+	return dir
+}
+
+// legacyRunDirStem is the stem RunDirFor made before RunDirStem: the id
+// with every byte outside [A-Za-z0-9._-] replaced by '_' ("worker" when
+// empty), "_" before a stem of only dots.
+func legacyRunDirStem(runID string) string {
 	stem := WorkerStem(NodeID(runID))
 	if strings.Trim(stem, ".") == "" {
 		stem = "_" + stem
 	}
-	return filepath.Join(root, filepath.FromSlash(SupervisorDir), stem)
+	return stem
+}
+
+// recordedRunID is the run dir's own record of its run: its state.json's
+// runId, else its journal's run-started; "" when neither says.
+func recordedRunID(dir string) string {
+	if st, err := ReadRunState(context.Background(), dir); err == nil {
+		return st.RunID
+	}
+	for e, err := range journal.Read(context.Background(), filepath.Join(dir, SpawnJournalFile), 1, journal.Options{}) {
+		if err != nil {
+			return ""
+		}
+		var r Record
+		if canonjson.FromValue(e.Value, &r) != nil || r.Kind != KindRunStarted {
+			return ""
+		}
+		return r.RunID
+	}
+	return ""
+}
+
+// maxRunDirStem is the longest stem RunDirStem makes: NAME_MAX of the
+// common file systems.
+const maxRunDirStem = 255
+
+// RunDirStem is the name of run runID's directory in the supervisor
+// directory (RunDirFor), one-to-one with the run id:
+//
+//   - a plain id (only [A-Za-z0-9._-], not only dots, at most 255 bytes)
+//     is its own stem, as it always was;
+//   - any other id is escaped: each byte outside [A-Za-z0-9._-], and
+//     each dot of an id of only dots, becomes '%' and two uppercase hex
+//     digits ("a:b" is "a%3Ab", ".." is "%2E%2E"); the empty id is "%";
+//   - a stem that would be longer than 255 bytes is "%h" and the
+//     lowercase hex SHA-256 of the id.
+//
+// Every stem but a plain id's holds a '%', which no plain id does, and
+// the escaped forms decode uniquely, so no two ids share a stem.
+func RunDirStem(runID string) string {
+	plain, dots := true, true
+	for i := 0; i < len(runID); i++ {
+		plain = plain && plainStemByte(runID[i])
+		dots = dots && runID[i] == '.'
+	}
+	if plain && !dots && len(runID) <= maxRunDirStem {
+		return runID
+	}
+	if runID == "" {
+		return "%"
+	}
+	var b strings.Builder
+	for i := 0; i < len(runID) && b.Len() <= maxRunDirStem; i++ {
+		if c := runID[i]; plainStemByte(c) && !dots {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	if b.Len() > maxRunDirStem {
+		sum := sha256.Sum256([]byte(runID))
+		return "%h" + hex.EncodeToString(sum[:])
+	}
+	return b.String()
+}
+
+// plainStemByte reports whether c stands for itself in a run dir stem.
+func plainStemByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
 }
 
 // WorkerLogStem is the file stem of the log of the workers labelled

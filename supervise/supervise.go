@@ -148,12 +148,12 @@ type Options struct {
 	// are replay-safe).
 	ReturnEnded bool
 	// WorkspaceRoot, when set and RunDir is empty, puts the run dir at
-	// the layout's default place, RunDirFor(WorkspaceRoot, RunID):
+	// the layout's default place, RunDirIn(WorkspaceRoot, RunID):
 	// <root>/.agent/supervisor/<runId> (§3.6 "Supervisor run layout"),
 	// where other processes (agentrt steer, cancel, top) find it by the
-	// run's id. RunID must then be a plain name (letters, digits, '.',
-	// '_', ':' and '-'; generated when empty on a new run), and Resume
-	// needs it.
+	// run's id. RunID must then be letters, digits, '.', '_', ':' and
+	// '-' (generated when empty on a new run; ':' is escaped in the
+	// directory's name, RunDirStem), and Resume needs it.
 	WorkspaceRoot string
 	// SpawnStore, when set, keeps the spawn journal as run RunID in this
 	// store (SQLite or PostgreSQL for many processes; see
@@ -473,7 +473,7 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 		if runID == "" {
 			runID = kernel.NewID("supervise")
 		}
-		runDir = RunDirFor(o.WorkspaceRoot, runID)
+		runDir = RunDirIn(o.WorkspaceRoot, runID)
 	}
 	var openSpawn func(context.Context) (SpawnLog, error)
 	if o.SpawnStore != nil {
@@ -486,6 +486,14 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 				return nil, err
 			}
 			return sl, nil
+		}
+	}
+	if runDir != "" && runID != "" {
+		// Checked again once the run's id is final (openLayout); here so
+		// that another run's directory is refused before anything is
+		// written in it.
+		if err := checkRunDirOwner(runDir, runID); err != nil {
+			return SupervisedResult{}, err
 		}
 	}
 	log, prior, err := openRunLogWith(ctx, runDir, openSpawn)

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -90,14 +92,78 @@ func mainWith(ctx context.Context, args []string, stdio IO, open providerOpener)
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
-			fmt.Fprintln(stdio.Err, "agentrt:", ee.err)
+			msg := ee.err.Error()
+			if ee.code == ExitFailed {
+				msg = withHint(ee.err)
+			}
+			fmt.Fprintln(stdio.Err, "agentrt:", msg)
 		}
 		return ee.code
 	}
-	// Errors cobra raises itself (unknown command or flag, wrong number
-	// of arguments) are usage errors.
+	// What is left is an error cobra raises itself before any command
+	// runs (an unknown command): every command's own errors and its
+	// argument checks are classified (classifyErrors).
 	fmt.Fprintln(stdio.Err, "agentrt:", err)
 	return ExitUsage
+}
+
+// classifyErrors gives every error a command of c's tree returns its exit
+// status: an error of its argument check (Args) is a usage error, exit 2;
+// any other error it returns that is not already an *exitError is a
+// failure of the work, exit 1 — never a usage error by default. A usage
+// error must be made one (usage, unreadable).
+func classifyErrors(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		classifyErrors(sub)
+	}
+	if check := c.Args; check != nil {
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			err := check(cmd, args)
+			if err == nil || errors.As(err, new(*exitError)) {
+				return err
+			}
+			return &exitError{code: ExitUsage, err: fmt.Errorf("%w (see %s --help)", err, cmd.CommandPath())}
+		}
+	}
+	if run := c.RunE; run != nil {
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			err := run(cmd, args)
+			if err == nil || errors.As(err, new(*exitError)) {
+				return err
+			}
+			return &exitError{code: ExitFailed, err: err}
+		}
+	}
+}
+
+// withHint is the text of a failure (exit 1) with what to do about it
+// when its cause is one the system names (a refused connection, a full
+// disk, a path that cannot be made or written), unless the text already
+// says it.
+func withHint(err error) string {
+	msg := err.Error()
+	var hint string
+	var dns *net.DNSError
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		hint = "check that the server at that address is running, and the host and port"
+	case errors.As(err, &dns):
+		hint = "check the host name"
+	case errors.Is(err, syscall.ENOSPC):
+		hint = "free space on the disk it writes to, or write elsewhere"
+	case errors.Is(err, syscall.EPIPE):
+		hint = "check the command the output is piped into: it stopped reading"
+	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EROFS):
+		hint = "check the permissions of the path it names, or choose one this user may write"
+	case errors.Is(err, syscall.ENOTDIR):
+		hint = "check the path: a part of it is a file, not a directory"
+	case errors.Is(err, fs.ErrNotExist):
+		hint = "check the path: a file or directory it names does not exist"
+	}
+	if hint == "" || strings.Contains(msg, hint) {
+		return msg
+	}
+	return msg + " (" + hint + ")"
 }
 
 func newRoot(stdio IO, open providerOpener) *cobra.Command {
@@ -123,6 +189,7 @@ byte like the reference TypeScript implementation, and runs them.`,
 	root.SetHelpCommand(newHelpCmd())
 	root.InitDefaultCompletionCmd()
 	requireCommands(root)
+	classifyErrors(root)
 	return root
 }
 

@@ -160,6 +160,9 @@ func runMCPDelegate(ctx context.Context, stdio IO, open providerOpener, f mcpDel
 	case f.managerScript != "" && f.providerName != "scripted":
 		return usage("--manager-script applies to --provider scripted only")
 	}
+	if err := checkTexts("--expect", f.expect, "--check-cmd", f.checkCmd); err != nil {
+		return err
+	}
 	token, err := mcpHTTPToken(f.httpAddr, f.tokenFile)
 	if err != nil {
 		return err

@@ -94,7 +94,7 @@ without a winner is also said on stderr), 2 on usage errors.`,
 			if err := timeoutFlag(timeout, resume); err != nil {
 				return err
 			}
-			if err := checkOperatorRun(task, expect, runID); err != nil {
+			if err := checkOperatorRun(cmd, task, expect, runID); err != nil {
 				return err
 			}
 			if err := journal.check(runID); err != nil {
@@ -151,7 +151,7 @@ without a winner is also said on stderr), 2 on usage errors.`,
 				if runID == "" {
 					runID = kernel.NewID("graph")
 				}
-				runDir = supervise.RunDirFor(workspace, runID)
+				runDir = supervise.RunDirIn(workspace, runID)
 			}
 			if resume && !cmd.Flags().Changed("task") {
 				// A resumed graph run keeps its journaled task.

@@ -32,6 +32,15 @@ func quoteShort(v string) string {
 	return fmt.Sprintf("%q… (%d bytes)", v[:limit], len(v))
 }
 
+// checkPath refuses a path (named what) that is not UTF-8: it is shown
+// and recorded as text.
+func checkPath(what, v string) error {
+	if !utf8.ValidString(v) {
+		return usage("%s %s is not valid UTF-8: name a directory whose path is UTF-8 (rename it, or reach it through a UTF-8 symlink)", what, quoteShort(v))
+	}
+	return nil
+}
+
 // checkTexts is checkText over pairs of (what, value).
 func checkTexts(pairs ...string) error {
 	for i := 0; i+1 < len(pairs); i += 2 {
@@ -79,15 +88,36 @@ func checkRunID(what, v string) error {
 
 // checkOperatorRun checks the text agentrt supervise and agentrt graph
 // journal before anything runs: --task and --expect (checkText), and a
-// given --run-id (checkRunID).
-func checkOperatorRun(task, expect, runID string) error {
+// given --run-id (checkRunID; given empty, checkGivenNotEmpty).
+func checkOperatorRun(cmd *cobra.Command, task, expect, runID string) error {
 	if err := checkTexts("--task", task, "--expect", expect); err != nil {
+		return err
+	}
+	if err := checkGivenNotEmpty(cmd, "run-id"); err != nil {
 		return err
 	}
 	if runID != "" {
 		return checkRunID("--run-id", runID)
 	}
 	return nil
+}
+
+// checkGivenNotEmpty refuses each flag of names given with an empty
+// value (--run-id=): the user typed a value, and an empty one names
+// nothing (it is not the flag's default, such as "generate one").
+func checkGivenNotEmpty(cmd *cobra.Command, names ...string) error {
+	for _, name := range names {
+		if f := cmd.Flags().Lookup(name); f != nil && cmd.Flags().Changed(name) && f.Value.String() == "" {
+			return usage("--%s is empty: give a value, or leave the flag out (%s)", name, f.Usage)
+		}
+	}
+	return nil
+}
+
+// checkKey refuses an idempotency key (named what) that is not UTF-8 or
+// holds a control character (a NUL no store keeps).
+func checkKey(what, v string) error {
+	return checkName(what, v, "an idempotency key is text you choose to name the request; use printable characters")
 }
 
 // runArg refuses a RUN argument (a run id in the store) that is not

@@ -129,8 +129,9 @@ func TestOperatorNamesRefused(t *testing.T) {
 
 // agentrt fleet submit checks its text as the other run commands do:
 // --task, --expect, --idempotency-key and --run-id that are not UTF-8,
-// and a --run-id holding a control character, are usage errors before
-// anything is recorded or enqueued.
+// a --run-id or --idempotency-key holding a control character, and one
+// given empty (issue 13), are usage errors before anything is recorded
+// or enqueued.
 func TestFleetSubmitOperatorTextRefused(t *testing.T) {
 	conn, schema := fleetDB(t)
 	db := []string{"--database", conn, "--river-schema", schema}
@@ -146,11 +147,22 @@ func TestFleetSubmitOperatorTextRefused(t *testing.T) {
 		{"--idempotency-key", []string{"--task", "Write.", "--idempotency-key", "k\xff"}},
 		{"--run-id", []string{"--task", "Write.", "--run-id", "r\xffn"}},
 		{"--run-id", []string{"--task", "Write.", "--run-id", "r\x00n"}},
+		{"--idempotency-key", []string{"--task", "Write.", "--idempotency-key", "k\x00ey"}},
+		{"--idempotency-key", []string{"--task", "Write.", "--idempotency-key="}},
+		{"--run-id", []string{"--task", "Write.", "--run-id="}},
 	} {
 		args := append(append([]string{"fleet", "submit", noteWriter}, c.args...), db...)
 		out, errOut, code := run(t, "", args...)
 		if code != 2 || !strings.Contains(errOut, c.want) {
 			t.Errorf("%q: exit %d, want 2 naming %s\nstdout: %s\nstderr: %s", c.args, code, c.want, out, errOut)
+		}
+	}
+	// agentrt run --enqueue checks its key as fleet submit does.
+	for _, key := range []string{"k\x00ey", ""} {
+		args := append([]string{"run", noteWriter, "--enqueue", "--task", "Write.", "--idempotency-key=" + key}, db...)
+		out, errOut, code := run(t, "", args...)
+		if code != 2 || !strings.Contains(errOut, "--idempotency-key") {
+			t.Errorf("run --enqueue --idempotency-key %q: exit %d, want 2 naming it\nstdout: %s\nstderr: %s", key, code, out, errOut)
 		}
 	}
 	for _, sub := range [][]string{{"fleet", "show", "r\xffn"}, {"fleet", "cancel", "r\xffn"}, {"fleet", "recover", "r\xffn", "--provider", "scripted"}} {

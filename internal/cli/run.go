@@ -131,7 +131,13 @@ it was submitted), 1 otherwise.`,
 			if strings.TrimSpace(task) == "" {
 				return usage("--task is required")
 			}
-			if err := checkTexts("--task", task, "--expect", expect, "--idempotency-key", idemKey); err != nil {
+			if err := checkTexts("--task", task, "--expect", expect); err != nil {
+				return err
+			}
+			if err := checkGivenNotEmpty(cmd, "idempotency-key"); err != nil {
+				return err
+			}
+			if err := checkKey("--idempotency-key", idemKey); err != nil {
 				return err
 			}
 			if seatsPath != "" && rf.retain {

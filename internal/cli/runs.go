@@ -587,6 +587,9 @@ printed so far shows on stderr.`,
 			if r, err := s.GetRun(ctx, args[0]); err == nil && r.Kind == fleet.Kind {
 				var from *fleet.Cursor
 				if after != "" {
+					if err := checkText("--after", after); err != nil {
+						return err
+					}
 					c, err := fleet.ParseCursor(after)
 					if err != nil {
 						return usage("%v", err)
@@ -594,6 +597,12 @@ printed so far shows on stderr.`,
 					from = &c
 				}
 				return printFleetEvents(ctx, stdio, s, args[0], from, follow, asJSON, progress)
+			}
+			if err := checkText("--after", after); err != nil {
+				return err
+			}
+			if _, err := store.ParseCursor(after); err != nil {
+				return usage("--after %s is not a cursor of run %s's events: give one agentrt runs events printed (--json shows each event's cursor)", quoteShort(after), args[0])
 			}
 			cursor := after
 			for {

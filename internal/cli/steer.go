@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"time"
@@ -16,22 +17,32 @@ import (
 
 // resolveRunDir names a supervised run's directory: run itself when it
 // is a directory, else the directory of run id run in the workspace
-// (supervise.RunDirFor).
+// (supervise.RunDirIn), refused when it records another run.
 func resolveRunDir(run, workspace string) (string, error) {
 	if fi, err := os.Stat(run); err == nil && fi.IsDir() {
 		return run, nil
 	}
-	// The id becomes a file name with every other character replaced by
-	// '_': an id that is not UTF-8 or holds a control character would
-	// name another run's directory.
+	// An id that is not UTF-8 or holds a control character names no
+	// run (the CLI never starts one so).
 	if err := checkName("RUN", run, "give the run's directory or its id"); err != nil {
 		return "", err
 	}
-	dir := supervise.RunDirFor(workspace, run)
+	dir := supervise.RunDirIn(workspace, run)
 	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+		// The directory names its run (state.json, else the journal's
+		// run-started): one that holds another run is not run's.
+		other := ""
+		if st, err := supervise.ReadRunState(context.Background(), dir); err == nil {
+			other = st.RunID
+		} else if first, err := supervise.ReadRunStarted(context.Background(), supervise.Options{RunDir: dir}); err == nil {
+			other = first.RunID
+		}
+		if other != "" && other != run {
+			return "", usage("%s is the directory of run %q, not of run %q: give the id of the run you mean, or its directory", dir, other, run)
+		}
 		return dir, nil
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return "", err
+		return "", &exitError{code: ExitFailed, err: fmt.Errorf("reading run %s's directory: %w (check its permissions)", run, err)}
 	}
 	return "", usage("%s is neither a run directory nor the id of a run in %s (its directory would be %s)", run, workspace, dir)
 }

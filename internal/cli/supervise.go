@@ -151,7 +151,7 @@ none or its journal lost part of it, 2 on usage errors.`,
 			case managerScript != "" && providerName != "scripted":
 				return usage("--manager-script applies to --provider scripted only")
 			}
-			if err := checkOperatorRun(task, expect, runID); err != nil {
+			if err := checkOperatorRun(cmd, task, expect, runID); err != nil {
 				return err
 			}
 			if err := journal.check(runID); err != nil {
@@ -201,7 +201,7 @@ none or its journal lost part of it, 2 on usage errors.`,
 				if runID == "" {
 					runID = kernel.NewID("supervise")
 				}
-				runDir = supervise.RunDirFor(workspace, runID)
+				runDir = supervise.RunDirIn(workspace, runID)
 			}
 			// A resumed run keeps the task and budget its journal holds:
 			// a flag not given adopts the journaled value, one given must

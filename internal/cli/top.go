@@ -96,9 +96,20 @@ terminal; the frame has no colours then (or with --no-color).`,
 			if detail && logView {
 				return usage("--detail and --log start in two different views; give one")
 			}
+			// A path shown in the frame and written into requests is
+			// text: one that is not UTF-8 is refused, as every other
+			// operand is (operand.go).
+			for _, d := range runDirs {
+				if err := checkPath("--run-dir", d); err != nil {
+					return err
+				}
+			}
 			root := "."
 			if len(args) == 1 {
 				root = args[0]
+				if err := checkPath("ROOT", root); err != nil {
+					return err
+				}
 				if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
 					return usage("ROOT %q is not a directory: give the workspace whose supervise runs to show", root)
 				}
@@ -1134,6 +1145,10 @@ func (m topModel) steerKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		m.steering = false
 		if msg == "" {
 			m.notice = "steer abandoned: empty message"
+			return m, nil
+		}
+		if !utf8.ValidString(msg) {
+			m.notice = "steer refused: the message is not valid UTF-8 (set the terminal's encoding to UTF-8 and type it again); nothing was sent"
 			return m, nil
 		}
 		r, w := m.target(m.steerFor)

@@ -328,7 +328,13 @@ nothing; the same key with another request is refused.`,
 			if strings.TrimSpace(task) == "" {
 				return usage("--task is required")
 			}
-			if err := checkTexts("--task", task, "--expect", expect, "--idempotency-key", key); err != nil {
+			if err := checkTexts("--task", task, "--expect", expect); err != nil {
+				return err
+			}
+			if err := checkGivenNotEmpty(cmd, "idempotency-key", "run-id"); err != nil {
+				return err
+			}
+			if err := checkKey("--idempotency-key", key); err != nil {
 				return err
 			}
 			if err := checkName("--run-id", runID, "a run id is a key of the run store; use letters, digits, '.', '_' and '-'"); err != nil {
