@@ -459,8 +459,10 @@ func (c *Coordinator) admitQueued(ctx context.Context, req SpawnRequest, doc can
 		// request under a root without a dollar ceiling
 		// (usd-unbudgeted) ran nothing out: the fix is to budget the
 		// root, and the run's end says what else happened.
+		// A nested manager's carved pool running out (carve.go) is its
+		// own, not the run's.
 		var r *Refusal
-		if errors.As(err, &r) && r.Code == CodeBudgetExhausted {
+		if errors.As(err, &r) && r.Code == CodeBudgetExhausted && !c.scope.carvedFor(req.Parent) {
 			c.mu.Lock()
 			c.exhausted = true
 			c.mu.Unlock()
@@ -1734,6 +1736,7 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 				// A nested manager's turn: its node's spend, settled with
 				// it (or counted on when it is driven again).
 				c.viewOfLocked(r.Node).meterNestedLocked(r.Spent.spend())
+				c.scope.ObserveNode(r.Node, r.Spent.spend())
 				continue
 			}
 			c.chargeDriver(r.Spent.spend())

@@ -254,8 +254,10 @@ func addSpend(a, b ledger.Spend) ledger.Spend {
 // the pool twice.
 func (c *Coordinator) meterNested(sp ledger.Spend) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.meterNestedLocked(sp)
+	c.mu.Unlock()
+	// Its carved pool sees it too: its children have that much less.
+	c.scope.ObserveNode(c.self, sp)
 }
 
 func (c *Coordinator) meterNestedLocked(sp ledger.Spend) {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -71,6 +72,9 @@ type ScopeOptions struct {
 	// (preflight-refused, cause "preflight"). Same rules as
 	// AuthorizeSpawn.
 	Preflight func(SpawnRequest) error
+	// Now replaces time.Now for the deadline of a nested manager's
+	// carved pool (carve.go), which is the run pool's.
+	Now func() time.Time
 }
 
 // SpawnRequest asks for one worker.
@@ -166,6 +170,9 @@ type node struct {
 	// slotHeld: the node settled but its teardown was never
 	// acknowledged; it still counts as live (HoldSlot).
 	slotHeld bool
+	// carve is the pool its children reserve from, once it has one
+	// (carve.go).
+	carve *carved
 }
 
 func (n *node) live() bool { return n.State.Live() && !n.InDoubt && !n.NeverSettled }
@@ -439,14 +446,21 @@ func (s *Scope) Spawn(req SpawnRequest) (SpawnReply, error) {
 	}
 
 	// 8. budget.
+	// A nested manager's children reserve from its carved pool.
 	budget := mergeBudget(req.Budget, s.opts.PerWorker)
-	reserve := s.pool.Reserve
+	from, owner := s.pool, "the root"
+	if req.Parent != s.root {
+		if c := s.carveLocked(s.nodes[req.Parent]); c != nil {
+			from, owner = c.pool, "the manager "+string(req.Parent)
+		}
+	}
+	reserve := from.Reserve
 	if s.replaying {
-		reserve = s.pool.Readmit
+		reserve = from.Readmit
 	}
 	ticket, err := reserve(budget)
 	if err != nil {
-		return SpawnReply{}, s.reserveRefusal(err)
+		return SpawnReply{}, s.reserveRefusal(err, owner)
 	}
 
 	s.seq++
@@ -485,13 +499,13 @@ func labelOf(label, profile string) string {
 	return profile
 }
 
-func (s *Scope) reserveRefusal(err error) *Refusal {
+func (s *Scope) reserveRefusal(err error, owner string) *Refusal {
 	var ex *ledger.ExhaustedError
 	switch {
 	case errors.As(err, &ex):
 		return s.refuse(CodeBudgetExhausted, ex.Channel, ex.Error(), err)
 	case errors.Is(err, ledger.ErrUSDUnbudgeted):
-		return s.refuse(CodeUSDUnbudgeted, "", "the root has no dollar ceiling", err)
+		return s.refuse(CodeUSDUnbudgeted, "", owner+" has no dollar ceiling", err)
 	case errors.Is(err, ledger.ErrUSDTainted):
 		return s.refuse(CodeBudgetExhausted, "usd-tainted", err.Error(), err)
 	case errors.Is(err, ledger.ErrDeadline):
@@ -571,10 +585,13 @@ func (s *Scope) Settle(id NodeID, r Result) (Settlement, error) {
 		return Settlement{}, &TransitionError{Node: id, From: n.State, To: r.State}
 	}
 	spent := cloneSpend(r.Spent)
-	settleErr := s.pool.Settle(n.ticket, spent)
+	// A carved node's ticket is charged with its whole subtree.
+	charged := s.subtreeSpendLocked(n, spent)
+	settleErr := s.poolOfLocked(n).Settle(n.ticket, charged)
 	if settleErr != nil {
 		spent = dropNegative(spent)
 	}
+	s.chargedLocked(n, charged)
 	s.settled++
 	st := Settlement{Node: id, Seq: n.Seq, Order: s.settled, State: r.State, Spent: spent, Reason: r.Reason}
 	n.State, n.Settlement, n.ticket = r.State, &st, nil
@@ -634,7 +651,8 @@ func (s *Scope) MarkInDoubt(id NodeID) error {
 	if !n.live() {
 		return &TransitionError{Node: id, From: n.State, To: n.State}
 	}
-	_ = s.pool.Settle(n.ticket, ledger.Spend{}) // all unknown: charged in full; cannot fail on an open ticket
+	_ = s.poolOfLocked(n).Settle(n.ticket, ledger.Spend{}) // all unknown: charged in full; cannot fail on an open ticket
+	s.chargedLocked(n, ledger.Spend{})
 	n.ticket, n.InDoubt = nil, true
 	s.live--
 	s.labelledOf(n).live--
@@ -659,7 +677,8 @@ func (s *Scope) Close() Totals {
 		s.closed = true
 		for _, n := range s.order {
 			if n.live() {
-				_ = s.pool.Settle(n.ticket, ledger.Spend{}) // charged in full
+				_ = s.poolOfLocked(n).Settle(n.ticket, ledger.Spend{}) // charged in full
+				s.chargedLocked(n, ledger.Spend{})
 				n.ticket, n.NeverSettled = nil, true
 				s.live--
 				s.labelledOf(n).live--

@@ -572,7 +572,7 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	rs, ok := exec.(interface{ ResumesSessions() bool })
 	canResume := ok && rs.ResumesSessions()
 	scope, err := New(pool, ScopeOptions{RootID: NodeID(runID), PerWorker: o.PerWorker, MaxLiveWorkers: o.MaxLiveWorkers,
-		MaxDepth: o.MaxDepth, AllowedModels: o.AllowedModels, AuthorizeSpawn: o.AuthorizeSpawn,
+		MaxDepth: o.MaxDepth, AllowedModels: o.AllowedModels, AuthorizeSpawn: o.AuthorizeSpawn, Now: o.Now,
 		Preflight: func(r SpawnRequest) error {
 			if r.Continuity == ContinuityResume && !canResume {
 				return errors.New("the executor cannot re-attach to a worker's session")

@@ -1,0 +1,152 @@
+package supervise_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentrt/agentrt/ledger"
+	"github.com/agentrt/agentrt/profile"
+	"github.com/agentrt/agentrt/supervise"
+)
+
+// carveGrant is what the root grants its lead: 2,500 tokens, 2
+// iterations and $0.25 (each writer reserves the per-worker 1,000
+// tokens, 1 iteration and $0.10).
+const carveGrantTokens, carveGrantIterations = 2500, 2
+
+// carveRun runs root → lead → writers on dir: the lead meters a turn of
+// its own (100 tokens), then asks for three writers; only two fit its
+// grant. It returns the result, the lead's refusals and the run pool's
+// readouts the root took.
+func carveRun(t *testing.T, dir string, resume bool, where string) (supervise.SupervisedResult, []*supervise.Refusal) {
+	t.Helper()
+	o := nestedOptions(t, newCounting(t, workerProvider(t)), nil, nil)
+	o.RunDir, o.Resume = dir, resume
+	var refused []*supervise.Refusal
+	o.ManagerBrain = func(*profile.Profile) supervise.Brain {
+		return goLead(func(ctx context.Context, c *supervise.Coordinator, task string) (supervise.BrainReport, error) {
+			if err := c.Meter(ctx, ledger.Usage{InputTokens: ledger.ExactAmount[int64](100), OutputTokens: ledger.ExactAmount[int64](0), CostUSD: ledger.ExactAmount(0.0)}); err != nil {
+				return supervise.BrainReport{}, err
+			}
+			admitted := 0
+			for i := range 3 {
+				_, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: fmt.Sprintf("write part %d", i), Label: fmt.Sprintf("w%d", i)})
+				var r *supervise.Refusal
+				switch {
+				case errors.As(err, &r):
+					refused = append(refused, r)
+				case err != nil:
+					return supervise.BrainReport{}, err
+				default:
+					admitted++
+				}
+				checkPoolConserved(t, c.Readout(), fmt.Sprintf("%s: lead spawn %d", where, i))
+			}
+			for range admitted {
+				if _, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60_000, Kinds: []string{supervise.EventSettled}}); err != nil {
+					return supervise.BrainReport{}, err
+				}
+			}
+			return supervise.BrainReport{Text: "lead finished, nothing to deliver"}, nil
+		})
+	}
+	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		grantT, grantI, grantUSD := int64(carveGrantTokens), int64(carveGrantIterations), 0.25
+		if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "lead", Task: "lead", Label: "lead",
+			Budget: &supervise.SpawnBudget{Tokens: &grantT, Iterations: &grantI, USD: &grantUSD}}); err != nil {
+			return supervise.BrainReport{}, err
+		}
+		checkPoolConserved(t, c.Readout(), where+": root spawned the lead")
+		if _, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60_000, Kinds: []string{supervise.EventSettled}}); err != nil {
+			return supervise.BrainReport{}, err
+		}
+		r := c.Readout()
+		checkPoolConserved(t, r, where+": the lead settled")
+		if r.OpenTickets != 0 {
+			t.Errorf("%s: %d tickets open after the lead settled", where, r.OpenTickets)
+		}
+		return supervise.BrainReport{}, nil
+	})
+	res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o)
+	if err != nil {
+		t.Fatalf("%s: %v", where, err)
+	}
+	return res, refused
+}
+
+// checkSubtreeWithinGrant: the lead and its writers together spent no
+// more than the lead's grant, on tokens and on iterations.
+func checkSubtreeWithinGrant(t *testing.T, res supervise.SupervisedResult, where string) {
+	t.Helper()
+	var tokens, iterations int64
+	n := 0
+	for _, node := range res.Tree {
+		if node.ID != "run1:s1" && !strings.HasPrefix(string(node.ID), "run1:s1:") {
+			continue
+		}
+		n++
+		spent, _ := supervise.NodeSpent(node.NodeInfo)
+		tokens += spent.Tokens
+		iterations += spent.Iterations
+	}
+	if n == 0 {
+		t.Fatalf("%s: no lead in the tree", where)
+	}
+	if tokens > carveGrantTokens || iterations > carveGrantIterations {
+		for _, node := range res.Tree {
+			sp, gaps := supervise.NodeSpent(node.NodeInfo)
+			t.Logf("%s %s indoubt=%v never=%v spent=%+v gaps=%v", node.ID, node.State, node.InDoubt, node.NeverSettled, sp, gaps)
+		}
+		t.Errorf("%s: the lead's subtree spent %d tokens and %d iterations, past its grant of %d and %d",
+			where, tokens, iterations, carveGrantTokens, carveGrantIterations)
+	}
+}
+
+// §3.6 nested scope (the reference's makeNestedScopeSeam: a nested
+// manager's scope draws on a pool carved from its own reservation): a
+// lead granted 2,500 tokens and 2 iterations, having spent 100 tokens
+// itself, gets two writers of 1,000 tokens and 1 iteration and its third
+// spawn is refused budget-exhausted — the run's pool, with room to
+// spare, does not stand in for it. The subtree never spends past the
+// grant, the run's pool is conserved at every step, and every cut of
+// the journal resumes to the same bounds.
+func TestNestedManagerChildrenDrawOnItsReservation(t *testing.T) {
+	dir := t.TempDir()
+	res, refused := carveRun(t, dir, false, "first run")
+	if len(refused) != 1 || refused[0].Code != supervise.CodeBudgetExhausted {
+		t.Fatalf("the lead's refusals %+v, want its third spawn refused budget-exhausted", refused)
+	}
+	checkSubtreeWithinGrant(t, res, "first run")
+	if res.Status == "" || res.Reason == supervise.ReasonBudgetExhausted {
+		t.Fatalf("the run ended %s %s; the lead's grant running out is not the run's", res.Status, res.Reason)
+	}
+	path := filepath.Join(dir, supervise.SpawnJournalFile)
+	full, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(bytes.TrimSuffix(full, []byte("\n")), []byte("\n"))
+	for keep := 1; keep < len(lines); keep++ {
+		where := fmt.Sprintf("resumed from %d of %d records", keep, len(lines))
+		cut := filepath.Join(t.TempDir(), "run")
+		if err := os.CopyFS(cut, os.DirFS(dir)); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(cut, supervise.SpawnJournalFile), bytes.Join(lines[:keep], nil), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		res, refused := carveRun(t, cut, true, where)
+		for _, r := range refused {
+			if r.Code != supervise.CodeBudgetExhausted {
+				t.Errorf("%s: the lead's spawn refused %s, want budget-exhausted", where, r.Code)
+			}
+		}
+		checkSubtreeWithinGrant(t, res, where)
+	}
+}
