@@ -42,11 +42,13 @@ var leadVerbs = []string{supervise.VerbSpawnWorker, supervise.VerbAwaitEvent, su
 	supervise.VerbSubmitResult, supervise.VerbStop, supervise.VerbAskParent, supervise.VerbListQuestions, supervise.VerbAnswerQuestion}
 
 // rootSpawningLead spawns one lead with a budget of its own, awaits it
-// and answers.
+// and answers. The lead's grant (2,000 tokens, 10 iterations, $0.50) is
+// what its own turns and its writers' reservations (1,000 tokens, 1
+// iteration, $0.10 each) draw on.
 func rootSpawningLead() *scripted.ChatModel {
 	return scripted.NewChatModel(scripted.ChatScript{Turns: []scripted.ChatTurn{
 		turn(call("r1", supervise.VerbSpawnWorker, map[string]any{"profile": "lead", "task": "lead the team", "label": "lead",
-			"budget": map[string]any{"maxTokens": 2000, "maxIterations": 10}}), managerUsage(10, 0, 0.0001)),
+			"budget": map[string]any{"maxTokens": 2000, "maxIterations": 10, "maxUsd": 0.5}}), managerUsage(10, 0, 0.0001)),
 		turn(call("r2", supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 60000}), managerUsage(10, 0, 0.0001)),
 		turn(scripted.Text("root: the lead delivered"), managerUsage(10, 0, 0.0001)),
 	}})
@@ -149,11 +151,17 @@ func TestNestedManagerThreeLevelTreeOnePool(t *testing.T) {
 	}
 }
 
-// rootBrainLead is a caller-owned root brain that spawns one lead,
-// runs check while it is live, and awaits it.
+// rootBrainLead is a caller-owned root brain that spawns one lead on
+// the per-worker grant, runs check while it is live, and awaits it.
 func rootBrainLead(t *testing.T, check func(ctx context.Context, c *supervise.Coordinator, lead supervise.NodeID)) supervise.Brain {
+	return rootBrainLeadGranted(t, nil, check)
+}
+
+// rootBrainLeadGranted is rootBrainLead granting the lead grant (nil:
+// the per-worker budget), the budget its whole subtree draws on.
+func rootBrainLeadGranted(t *testing.T, grant *supervise.SpawnBudget, check func(ctx context.Context, c *supervise.Coordinator, lead supervise.NodeID)) supervise.Brain {
 	return supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, task string) (supervise.BrainReport, error) {
-		sp, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "lead", Task: "lead the team", Label: "lead"})
+		sp, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "lead", Task: "lead the team", Label: "lead", Budget: grant})
 		if err != nil {
 			return supervise.BrainReport{}, err
 		}
@@ -170,6 +178,12 @@ func rootBrainLead(t *testing.T, check func(ctx context.Context, c *supervise.Co
 			}
 		}
 	})
+}
+
+// leadGrant is the budget a manager grants a lead it spawns: the lead's
+// own turns and its children's reservations draw on it.
+func leadGrant(tokens, iterations int64, usd float64) *supervise.SpawnBudget {
+	return &supervise.SpawnBudget{Tokens: &tokens, Iterations: &iterations, USD: &usd}
 }
 
 // goLead is a caller-owned nested manager brain.
@@ -220,7 +234,9 @@ func TestNestedSpawnPastMaxDepthRefused(t *testing.T) {
 		return supervise.BrainReport{Text: "sub DONE"}, nil
 	})
 	o := nestedOptions(t, newCounting(t, workerProvider(t)), nil, nil)
-	o.Brain = rootBrainLead(t, nil)
+	// The lead's grant holds its writer's and its sub-lead's
+	// reservations (1,000 tokens, 1 iteration, $0.10 each).
+	o.Brain = rootBrainLeadGranted(t, leadGrant(2000, 2, 0.2), nil)
 	o.ManagerBrain = func(*profile.Profile) supervise.Brain { return leadBrain }
 	o.MaxDepth = 2
 	res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "ship", o)
@@ -244,14 +260,20 @@ func TestNestedSpawnPastMaxDepthRefused(t *testing.T) {
 // manager, while a sibling writer of the root's is untouched; the
 // root's await_event sees only its own children.
 func TestNestedCancelMiddleManagerCascades(t *testing.T) {
-	grandLive := make(chan supervise.NodeID, 4)
+	// The lead answers each spawn it made, admitted or refused, so the
+	// root never waits on a child that was refused.
+	type spawned struct {
+		id  supervise.NodeID
+		err error
+	}
+	grandLive := make(chan spawned, 4)
 	leadBrain := goLead(func(ctx context.Context, c *supervise.Coordinator, task string) (supervise.BrainReport, error) {
 		for range 2 {
 			sp, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: "hang"})
+			grandLive <- spawned{sp.WorkerID, err}
 			if err != nil {
 				return supervise.BrainReport{}, err
 			}
-			grandLive <- sp.WorkerID
 		}
 		<-ctx.Done() // the lead waits until it is cancelled
 		return supervise.BrainReport{}, context.Cause(ctx)
@@ -273,13 +295,29 @@ func TestNestedCancelMiddleManagerCascades(t *testing.T) {
 			return supervise.BrainReport{}, err
 		}
 		sibID = sib.WorkerID
-		lead, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "lead", Task: "lead the team"})
+		// The lead's grant holds its two writers' reservations (1,000
+		// tokens, 1 iteration, $0.10 each).
+		lead, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "lead", Task: "lead the team", Budget: leadGrant(2000, 2, 0.2)})
 		if err != nil {
 			return supervise.BrainReport{}, err
 		}
+		limit := time.NewTimer(waitLimit)
+		defer limit.Stop()
 		for range 2 {
-			grands = append(grands, <-grandLive)
-			<-started
+			select {
+			case sp := <-grandLive:
+				if sp.err != nil {
+					return supervise.BrainReport{}, fmt.Errorf("the lead's spawn: %w", sp.err)
+				}
+				grands = append(grands, sp.id)
+			case <-limit.C:
+				return supervise.BrainReport{}, errors.New("the lead spawned nothing in time")
+			}
+			select {
+			case <-started:
+			case <-limit.C:
+				return supervise.BrainReport{}, errors.New("the lead's writer did not start in time")
+			}
 		}
 		// Cancel the lead through the run dir, as agentrt cancel does.
 		if _, err := supervise.CancelWorker(ctx, c.RunDir(), string(lead.WorkerID), "op-cancel-lead", supervise.CancelOptions{Reason: "test"}); err != nil {
