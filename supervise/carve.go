@@ -1,6 +1,10 @@
 package supervise
 
-import "github.com/agentrt/agentrt/ledger"
+import (
+	"time"
+
+	"github.com/agentrt/agentrt/ledger"
+)
 
 // A nested manager's subtree draws on its own reservation, not on the
 // run's pool (the reference's nested scope: tangle-network/agent-runtime
@@ -28,6 +32,12 @@ import "github.com/agentrt/agentrt/ledger"
 type carved struct {
 	pool *ledger.Pool
 	kids map[string]int64
+	// gate is the nested manager's turn gate once its router loop made
+	// one (gateLocked); gated holds, per live child, the ticket that
+	// mirrors the child's token and dollar reservation on it, so what
+	// its children hold is not free for the manager's next turn.
+	gate  *ledger.Pool
+	gated map[NodeID]*ledger.Ticket
 }
 
 // carvable reports whether a reservation can back a carved pool.
@@ -59,7 +69,8 @@ func (s *Scope) poolOfLocked(n *node) *ledger.Pool {
 }
 
 // chargedLocked notes on n's parent's carved pool what n was charged
-// there (spent; a nil channel at n's ceiling); s.mu is held.
+// there (spent; a nil channel at n's ceiling), and settles n's mirror on
+// its parent's turn gate with the same; s.mu is held.
 func (s *Scope) chargedLocked(n *node, spent ledger.Spend) {
 	if n.Parent == s.root {
 		return
@@ -68,12 +79,18 @@ func (s *Scope) chargedLocked(n *node, spent ledger.Spend) {
 	if p == nil || p.carve == nil {
 		return
 	}
-	add := func(ch string, v, ceiling *int64) {
+	charge := func(v, ceiling *int64) *int64 {
 		switch {
 		case v != nil && *v >= 0:
-			p.carve.kids[ch] += *v
+			return v
 		case ceiling != nil:
-			p.carve.kids[ch] += *ceiling
+			return ceiling
+		}
+		return nil
+	}
+	add := func(ch string, v, ceiling *int64) {
+		if c := charge(v, ceiling); c != nil {
+			p.carve.kids[ch] += *c
 		}
 	}
 	add(ledger.ChannelTokens, spent.Tokens, n.Reserved.Tokens)
@@ -82,6 +99,84 @@ func (s *Scope) chargedLocked(n *node, spent ledger.Spend) {
 	for name, c := range n.Reserved.Resources {
 		add("resource:"+name, spent.Resources[name], &c)
 	}
+	if t := p.carve.gated[n.ID]; t != nil {
+		delete(p.carve.gated, n.ID)
+		// Charged at its ceiling where unreported, as a known amount:
+		// the gate is the manager's, and a child's unknown dollars do
+		// not taint its turns (the carved pool refuses its next child).
+		zero := int64(0)
+		_ = p.carve.gate.Settle(t, ledger.Spend{Tokens: charge(spent.Tokens, n.Reserved.Tokens), Iterations: &zero,
+			MicroUSD: charge(spent.MicroUSD, n.Reserved.MicroUSD)}) // an open ticket of known channels: cannot fail
+	}
+}
+
+// gateShare is the part of a child's reservation b its parent's turn
+// gate g mirrors: its tokens, and its dollars when g caps them.
+func gateShare(g *ledger.Pool, b ledger.Budget) ledger.Budget {
+	out := ledger.Budget{Tokens: b.Tokens}
+	if g.Readout().Channels[ledger.ChannelUSD].Capped {
+		out.MicroUSD = b.MicroUSD
+	}
+	return out
+}
+
+// mirrorLocked holds child n's reservation on its parent's turn gate,
+// when the parent has one; s.mu is held. A reservation the gate cannot
+// hold (its manager's turns overshot) is taken from it as spent: the
+// gate then only errs toward refusing the manager's turns.
+func (s *Scope) mirrorLocked(parent *carved, n *node) {
+	if parent == nil || parent.gate == nil {
+		return
+	}
+	share := gateShare(parent.gate, n.Reserved)
+	t, err := parent.gate.Readmit(share)
+	if err != nil {
+		parent.gate.Observe(ledger.Spend{Tokens: share.Tokens, MicroUSD: share.MicroUSD, Iterations: new(int64)})
+		return
+	}
+	parent.gated[n.ID] = t
+}
+
+// gateLocked makes the turn gate of nested manager id's router loop:
+// a pool of left (what its reservation holds once its metered turns are
+// taken off) less what its settled children were charged in its carved
+// pool, its live children's reservations held on it (mirrorLocked), and
+// every child admitted from now on held on it too until it settles. A
+// manager whose children reserve from the run's pool gets a gate of
+// left alone. s.mu is held.
+func (s *Scope) gateLocked(id NodeID, left ledger.Budget, now func() time.Time) (*ledger.Pool, error) {
+	n := s.nodes[id]
+	var c *carved
+	if n != nil {
+		c = s.carveLocked(n)
+	}
+	if c != nil {
+		less := func(v *int64, ch string) {
+			if v != nil {
+				*v = max(0, *v-c.kids[ch])
+			}
+		}
+		less(left.Tokens, ledger.ChannelTokens)
+		less(left.MicroUSD, ledger.ChannelUSD)
+	}
+	g, err := ledger.NewPool(left, ledger.PoolOptions{Now: now})
+	if err != nil || c == nil {
+		return g, err
+	}
+	c.gate, c.gated = g, map[NodeID]*ledger.Ticket{}
+	for _, k := range s.order {
+		if k.Parent == id && k.live() {
+			s.mirrorLocked(c, k)
+		}
+	}
+	return g, nil
+}
+
+// turnGate is gateLocked under s.mu.
+func (s *Scope) turnGate(id NodeID, left ledger.Budget, now func() time.Time) (*ledger.Pool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gateLocked(id, left, now)
 }
 
 // subtreeSpendLocked is what the run's pool charges carved node n when
@@ -138,20 +233,6 @@ func (s *Scope) Carved(id NodeID) (r ledger.Readout, ok bool) {
 		return ledger.Readout{}, false
 	}
 	return n.carve.pool.Readout(), true
-}
-
-// carvedLoad is what node id's children hold of its carved pool on the
-// token and dollar channels — reserved by the live, charged to the
-// settled — and whether it has one: the room its own turns may not use.
-func (s *Scope) carvedLoad(id NodeID) (tokens, microUSD int64, ok bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := s.nodes[id]
-	if n == nil || n.carve == nil {
-		return 0, 0, false
-	}
-	r, k := n.carve.pool.Readout(), n.carve.kids
-	return r.Channels[ledger.ChannelTokens].Reserved + k[ledger.ChannelTokens], r.Channels[ledger.ChannelUSD].Reserved + k[ledger.ChannelUSD], true
 }
 
 // carvedFor reports whether a child of parent reserves from a carved

@@ -1905,6 +1905,19 @@ func (c *Coordinator) Note(ctx context.Context, kind string, node NodeID, data c
 // Readout returns the run's pool balances.
 func (c *Coordinator) Readout() ledger.Readout { return c.pool.Readout() }
 
+// CarvedReadout returns the balances of the pool nested manager id's
+// children draw on, carved from its reservation (carve.go): its grant
+// as the total, its children's reservations and charges and its own
+// metered turns. ok is false when id never carved one (it spawned
+// nothing and metered nothing, or its reservation caps no tokens or no
+// iterations) or is not in this view's subtree.
+func (c *Coordinator) CarvedReadout(id NodeID) (r ledger.Readout, ok bool) {
+	if !c.reaches(id) {
+		return ledger.Readout{}, false
+	}
+	return c.scope.Carved(id)
+}
+
 // RunID returns the supervised run's id.
 func (c *Coordinator) RunID() string { return c.runID }
 

@@ -354,7 +354,11 @@ func (c *Coordinator) reattachKeyed(req SpawnRequest, err error) (NodeID, bool) 
 // never stops its brain. A turn the gate refuses is not made (the loop
 // stops StopBudget), so the manager overshoots its ceiling by at most
 // its last turn's use. The gate only bounds the loop: the node's spend
-// is what its turns metered, settled with it.
+// is what its turns metered, settled with it. When its children draw on
+// its carved pool (carve.go), what they hold is not free for its turns:
+// the gate also holds each live child's token and dollar reservation
+// until the child settles, and what its settled children were charged
+// (Scope.turnGate).
 func (c *Coordinator) turnGate() (*ledger.Pool, ledger.Budget, error) {
 	c.mu.Lock()
 	r, m := c.reserved, c.meter
@@ -378,7 +382,7 @@ func (c *Coordinator) turnGate() (*ledger.Pool, ledger.Budget, error) {
 	if r.MicroUSD != nil {
 		gate.MicroUSD, reserve.MicroUSD = left(r.MicroUSD, m.microUSD, m.usdUnknown), &one
 	}
-	p, err := ledger.NewPool(gate, ledger.PoolOptions{Now: c.now})
+	p, err := c.scope.turnGate(c.self, gate, c.now)
 	if err != nil {
 		return nil, ledger.Budget{}, fmt.Errorf("supervise: the nested manager %s's turn gate: %w", c.self, err)
 	}

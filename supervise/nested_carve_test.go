@@ -10,8 +10,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/profile"
+	"github.com/agentrt/agentrt/providers/scripted"
 	"github.com/agentrt/agentrt/supervise"
 )
 
@@ -148,5 +150,54 @@ func TestNestedManagerChildrenDrawOnItsReservation(t *testing.T) {
 			}
 		}
 		checkSubtreeWithinGrant(t, res, where)
+	}
+}
+
+// §3.6 nested scope, the nested manager's own turns: what its live
+// children hold of its grant is not free for its next model turn. A
+// router lead granted 2,500 tokens, each of its turns using 100, spawns
+// two writers that hold their 1,000-token reservations until cancelled
+// and then keeps awaiting: after its second turn 300 tokens are left
+// for its turns, so its sixth turn is refused before the model is
+// called (5 model calls, not the 12 its script holds), its subtree
+// stays within its grant, and its carved pool is conserved with no
+// ticket open once it settled.
+func TestNestedManagerTurnGateCountsLiveChildren(t *testing.T) {
+	turns := []scripted.ChatTurn{
+		turn(call("l1", supervise.VerbSpawnWorker, map[string]any{"profile": "writer", "task": "hang a"}), managerUsage(100, 0, 0.0001)),
+		turn(call("l2", supervise.VerbSpawnWorker, map[string]any{"profile": "writer", "task": "hang b"}), managerUsage(100, 0, 0.0001)),
+	}
+	for i := range 9 {
+		turns = append(turns, turn(call(fmt.Sprintf("l%d", i+3), supervise.VerbAwaitEvent, map[string]any{"timeoutMs": i + 1}), managerUsage(100, 0, 0.0001)))
+	}
+	turns = append(turns, turn(scripted.Text("lead: done waiting"), managerUsage(100, 0, 0.0001)))
+	leadModel := scripted.NewChatModel(scripted.ChatScript{Turns: turns})
+	exec := supervise.ExecutorFunc(func(ctx context.Context, w supervise.Work) (supervise.WorkResult, error) {
+		<-ctx.Done() // a writer holds its reservation until it is cancelled
+		return supervise.WorkResult{Spent: zeroSpent()}, context.Cause(ctx)
+	})
+	o := nestedOptions(t, exec, nil, func() contract.ChatModel { return leadModel })
+	var carved ledger.Readout
+	var carvedOK bool
+	o.Brain = rootBrainLeadGranted(t, leadGrant(carveGrantTokens, carveGrantIterations, 1), func(ctx context.Context, c *supervise.Coordinator, lead supervise.NodeID) {
+		if _, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60_000, Kinds: []string{supervise.EventSettled}}); err != nil {
+			t.Errorf("awaiting the lead: %v", err)
+		}
+		carved, carvedOK = c.CarvedReadout(lead)
+	})
+	res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker, supervise.VerbAwaitEvent), "t", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := leadModel.Calls(); got != 5 {
+		t.Errorf("the lead's model was called %d times, want 5: its live writers' 2,000 tokens leave 300 for its turns after the second", got)
+	}
+	checkSubtreeWithinGrant(t, res, "gate")
+	if !carvedOK {
+		t.Fatal("the lead carved no pool")
+	}
+	checkPoolConserved(t, carved, "the lead's carved pool after it settled")
+	if carved.OpenTickets != 0 {
+		t.Errorf("the lead's carved pool holds %d open tickets after it settled", carved.OpenTickets)
 	}
 }

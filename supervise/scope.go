@@ -449,9 +449,10 @@ func (s *Scope) Spawn(req SpawnRequest) (SpawnReply, error) {
 	// A nested manager's children reserve from its carved pool.
 	budget := mergeBudget(req.Budget, s.opts.PerWorker)
 	from, owner := s.pool, "the root"
+	var carve *carved
 	if req.Parent != s.root {
-		if c := s.carveLocked(s.nodes[req.Parent]); c != nil {
-			from, owner = c.pool, "the manager "+string(req.Parent)
+		if carve = s.carveLocked(s.nodes[req.Parent]); carve != nil {
+			from, owner = carve.pool, "the manager "+string(req.Parent)
 		}
 	}
 	reserve := from.Reserve
@@ -469,6 +470,7 @@ func (s *Scope) Spawn(req SpawnRequest) (SpawnReply, error) {
 		Reserved: budget, ResumeOf: resumeOf}, ticket: ticket, canon: canon}
 	s.nodes[n.ID] = n
 	s.order = append(s.order, n)
+	s.mirrorLocked(carve, n)
 	s.live++
 	l := s.labelledOf(n)
 	l.nodes = append(l.nodes, n)
