@@ -898,7 +898,13 @@ func TestNestedChainResumesAtDepthThree(t *testing.T) {
 			tasks, profileName = []string{"write alpha", "write beta"}, "writer"
 		}
 		for _, tk := range tasks {
-			if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: profileName, Task: tk}); err != nil {
+			a := supervise.SpawnArgs{Profile: profileName, Task: tk}
+			if profileName == "lead" {
+				// The sub-lead's grant holds its two writers (1,000
+				// tokens, 1 iteration, $0.10 each); the lead's holds it.
+				a.Budget = leadGrant(2000, 2, 0.2)
+			}
+			if _, err := c.Spawn(ctx, a); err != nil {
 				return supervise.BrainReport{}, err
 			}
 			if r, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60_000, Kinds: []string{supervise.EventSettled}}); err != nil || r.Event == nil {
@@ -909,7 +915,7 @@ func TestNestedChainResumesAtDepthThree(t *testing.T) {
 	}
 	opts := func(exec supervise.Executor, dir string, resume bool) supervise.Options {
 		o := nestedOptions(t, exec, nil, nil)
-		o.Brain = rootBrainLead(t, nil)
+		o.Brain = rootBrainLeadGranted(t, leadGrant(2000, 2, 0.2), nil)
 		o.ManagerBrain = func(*profile.Profile) supervise.Brain { return goLead(brain) }
 		o.RunDir, o.Resume = dir, resume
 		return o
@@ -1059,13 +1065,18 @@ func TestNestedQuestionListedToItsManagerAfterResume(t *testing.T) {
 		return supervise.BrainReport{Text: "lead DONE"}, err
 	})
 	dir := t.TempDir()
+	// The lead's grant holds its writer twice (1,000 tokens and 1
+	// iteration each): the writer the cut left in doubt is charged in
+	// full there, and the resumed lead's writer reserves its own.
+	tokens, iterations := int64(2000), int64(2)
+	grant := &supervise.SpawnBudget{Tokens: &tokens, Iterations: &iterations}
 	run := func(resume bool) supervise.SupervisedResult {
 		o := nestedOptions(t, exec, nil, nil)
-		o.Brain = rootBrainLead(t, nil)
+		o.Brain = rootBrainLeadGranted(t, grant, nil)
 		if resume {
 			o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, task string) (supervise.BrainReport, error) {
 				rootListed = c.ListQuestions().Questions
-				return rootBrainLead(t, nil).Drive(ctx, c, task)
+				return rootBrainLeadGranted(t, grant, nil).Drive(ctx, c, task)
 			})
 		}
 		o = uncappedUSD(o) // the writer left in doubt is charged at its ceiling: no dollar ceiling to taint
