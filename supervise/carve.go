@@ -38,6 +38,17 @@ type carved struct {
 	// its children hold is not free for the manager's next turn.
 	gate  *ledger.Pool
 	gated map[NodeID]*ledger.Ticket
+	// spilled is, per channel, what its children's charges and
+	// reservations came to beyond its ceiling (they overspent), charged
+	// to the pool its ticket is in as it happened (spillLocked): its
+	// ticket's settlement leaves it out.
+	spilled map[string]int64
+	// deferred holds its owner's own spend once it settled while its
+	// children still held tickets here: its ticket is settled when the
+	// last of them is (settleTicketLocked), as the reference's nested
+	// scope refunds a driver's allocation only once every descendant
+	// stopped.
+	deferred *ledger.Spend
 }
 
 // carvable reports whether a reservation can back a carved pool.
@@ -53,7 +64,7 @@ func (s *Scope) carveLocked(n *node) *carved {
 	if err != nil {
 		return nil // a reservation the run's pool admitted is a valid ceiling; not reached
 	}
-	n.carve = &carved{pool: p, kids: map[string]int64{}}
+	n.carve = &carved{pool: p, kids: map[string]int64{}, spilled: map[string]int64{}}
 	return n.carve
 }
 
@@ -95,10 +106,23 @@ func (s *Scope) chargedLocked(n *node, spent ledger.Spend) {
 	}
 	add(ledger.ChannelTokens, spent.Tokens, n.Reserved.Tokens)
 	add(ledger.ChannelIterations, spent.Iterations, n.Reserved.Iterations)
-	add(ledger.ChannelUSD, spent.MicroUSD, n.Reserved.MicroUSD)
+	if p.carve.pool.Readout().Channels[ledger.ChannelUSD].Capped {
+		add(ledger.ChannelUSD, spent.MicroUSD, n.Reserved.MicroUSD)
+	} else {
+		s.passUpUSDLocked(p, spent.MicroUSD)
+	}
 	for name, c := range n.Reserved.Resources {
 		add("resource:"+name, spent.Resources[name], &c)
 	}
+	s.spillLocked(p)
+	defer func() {
+		// p settled while its children held tickets here: the last of
+		// them settling settles p's.
+		if own := p.carve.deferred; own != nil && p.carve.pool.Readout().OpenTickets == 0 {
+			p.carve.deferred = nil
+			_ = s.settleTicketLocked(p, *own, false) // its spend was checked when it settled
+		}
+	}()
 	if t := p.carve.gated[n.ID]; t != nil {
 		delete(p.carve.gated, n.ID)
 		// Charged at its ceiling where unreported, as a known amount:
@@ -107,6 +131,89 @@ func (s *Scope) chargedLocked(n *node, spent ledger.Spend) {
 		zero := int64(0)
 		_ = p.carve.gate.Settle(t, ledger.Spend{Tokens: charge(spent.Tokens, n.Reserved.Tokens), Iterations: &zero,
 			MicroUSD: charge(spent.MicroUSD, n.Reserved.MicroUSD)}) // an open ticket of known channels: cannot fail
+	}
+}
+
+// spillLocked charges the pool p's ticket is in with what p's
+// children's charges and live reservations came to beyond p's ceiling
+// and was not charged yet: a child that overspent its reservation (a
+// ledger.Violation in p's carved pool) spent it from the run, and p's
+// ticket, which holds only p's ceiling until p settles, would hide it.
+// Up p's ancestry each carved pool notes it as its child's charge in
+// turn; s.mu is held.
+func (s *Scope) spillLocked(p *node) {
+	if p == nil || p.carve == nil {
+		return
+	}
+	held := p.carve.pool.Readout()
+	var over ledger.Spend
+	spilt := false
+	spill := func(ch string, ceiling *int64) *int64 {
+		zero := int64(0)
+		if ceiling == nil || !held.Channels[ch].Capped {
+			return &zero
+		}
+		v := p.carve.kids[ch] + held.Channels[ch].Reserved - *ceiling - p.carve.spilled[ch]
+		if v <= 0 {
+			return &zero
+		}
+		p.carve.spilled[ch] += v
+		spilt = true
+		return &v
+	}
+	over.Tokens = spill(ledger.ChannelTokens, p.Reserved.Tokens)
+	over.Iterations = spill(ledger.ChannelIterations, p.Reserved.Iterations)
+	over.MicroUSD = spill(ledger.ChannelUSD, p.Reserved.MicroUSD)
+	for name, c := range p.Reserved.Resources {
+		if v := spill("resource:"+name, &c); *v > 0 {
+			if over.Resources == nil {
+				over.Resources = map[string]*int64{}
+			}
+			over.Resources[name] = v
+		}
+	}
+	if !spilt {
+		return
+	}
+	s.poolOfLocked(p).Observe(over)
+	if p.Parent == s.root {
+		return
+	}
+	if q := s.nodes[p.Parent]; q != nil && q.carve != nil {
+		for ch, v := range map[string]*int64{ledger.ChannelTokens: over.Tokens, ledger.ChannelIterations: over.Iterations, ledger.ChannelUSD: over.MicroUSD} {
+			q.carve.kids[ch] += *v
+		}
+		for name, v := range over.Resources {
+			q.carve.kids["resource:"+name] += *v
+		}
+		s.spillLocked(q)
+	}
+}
+
+// passUpUSDLocked charges dollars v (nil: unknown) that a child of p
+// spent in p's carved pool, which caps no dollars, where they are
+// bounded: the nearest pool up p's ancestry that caps them (noted as
+// that pool's owner's children's charge), else the run's pool. A
+// carved pool does not bound a channel it does not cap, so the run's
+// totals see such spend as it settles, not when p does; s.mu is held.
+func (s *Scope) passUpUSDLocked(p *node, v *int64) {
+	zero := int64(0)
+	sp := ledger.Spend{Tokens: &zero, Iterations: &zero, MicroUSD: v}
+	for q := p; ; {
+		pool := s.poolOfLocked(q)
+		if pool == s.pool {
+			pool.Observe(sp)
+			return
+		}
+		owner := s.nodes[q.Parent]
+		if pool.Readout().Channels[ledger.ChannelUSD].Capped {
+			pool.Observe(sp)
+			if v != nil && *v >= 0 {
+				owner.carve.kids[ledger.ChannelUSD] += *v
+			}
+			return
+		}
+		q = owner
 	}
 }
 
@@ -192,7 +299,7 @@ func (s *Scope) subtreeSpendLocked(n *node, own ledger.Spend) ledger.Spend {
 		if v == nil {
 			return nil
 		}
-		t := *v + n.carve.kids[ch] + held.Channels[ch].Reserved
+		t := *v + n.carve.kids[ch] + held.Channels[ch].Reserved - n.carve.spilled[ch]
 		return &t
 	}
 	out := ledger.Spend{Tokens: sum(ledger.ChannelTokens, own.Tokens), Iterations: sum(ledger.ChannelIterations, own.Iterations),
@@ -204,6 +311,30 @@ func (s *Scope) subtreeSpendLocked(n *node, own ledger.Spend) ledger.Spend {
 		}
 	}
 	return out
+}
+
+// settleTicketLocked settles n's ticket, in the pool it was drawn from,
+// with own, its own spend (ledger.Spend{}: unknown on every channel),
+// and notes the charge on its parent's carved pool; s.mu is held. A
+// carved node is charged its whole subtree less what of it spilled over
+// already (subtreeSpendLocked); on a channel its own spend left unknown
+// it is charged its ceiling. When mayDefer and its children still hold
+// tickets in its carved pool, its ticket keeps holding its ceiling
+// until the last of them settles (carved.deferred); a node settled all
+// unknown (in doubt, never settled) is charged its ceiling at once,
+// which holds whatever its children still spend.
+func (s *Scope) settleTicketLocked(n *node, own ledger.Spend, mayDefer bool) error {
+	if c := n.carve; c != nil && mayDefer && c.pool.Readout().OpenTickets > 0 {
+		// Settled while its children still hold tickets: its ticket
+		// holds its ceiling until the last of them settles.
+		c.deferred = &own
+		return nil
+	}
+	charged := s.subtreeSpendLocked(n, own)
+	err := s.poolOfLocked(n).Settle(n.ticket, charged)
+	n.ticket = nil
+	s.chargedLocked(n, charged)
+	return err
 }
 
 // ObserveNode charges a nested manager's own model turn sp to its

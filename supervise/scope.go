@@ -402,8 +402,10 @@ func (s *Scope) Spawn(req SpawnRequest) (SpawnReply, error) {
 		}
 	}
 
-	// 4. live workers.
-	if s.opts.MaxLiveWorkers > 0 && s.live >= s.opts.MaxLiveWorkers {
+	// 4. live workers. A replayed spawn was admitted by the process
+	// that journaled it, whose live count left out the workers it had
+	// found in doubt, which a replay counts live until it ends.
+	if s.opts.MaxLiveWorkers > 0 && s.live >= s.opts.MaxLiveWorkers && !s.replaying {
 		return SpawnReply{}, s.refuse(CodeMaxLiveWorkers, "", strconv.Itoa(s.live)+" of "+strconv.Itoa(s.opts.MaxLiveWorkers)+" live", nil)
 	}
 
@@ -587,16 +589,20 @@ func (s *Scope) Settle(id NodeID, r Result) (Settlement, error) {
 		return Settlement{}, &TransitionError{Node: id, From: n.State, To: r.State}
 	}
 	spent := cloneSpend(r.Spent)
-	// A carved node's ticket is charged with its whole subtree.
-	charged := s.subtreeSpendLocked(n, spent)
-	settleErr := s.poolOfLocked(n).Settle(n.ticket, charged)
+	var invalid error
+	if n.carve != nil && negative(spent) {
+		// Its subtree's sum would hide it: refused here, as the pool
+		// refuses any other node's.
+		invalid = fmt.Errorf("%w: %s settled a negative quantity", ledger.ErrInvalid, id)
+		spent = dropNegative(spent)
+	}
+	settleErr := errors.Join(invalid, s.settleTicketLocked(n, spent, true))
 	if settleErr != nil {
 		spent = dropNegative(spent)
 	}
-	s.chargedLocked(n, charged)
 	s.settled++
 	st := Settlement{Node: id, Seq: n.Seq, Order: s.settled, State: r.State, Spent: spent, Reason: r.Reason}
-	n.State, n.Settlement, n.ticket = r.State, &st, nil
+	n.State, n.Settlement = r.State, &st
 	s.live--
 	l := s.labelledOf(n)
 	l.live--
@@ -653,9 +659,8 @@ func (s *Scope) MarkInDoubt(id NodeID) error {
 	if !n.live() {
 		return &TransitionError{Node: id, From: n.State, To: n.State}
 	}
-	_ = s.poolOfLocked(n).Settle(n.ticket, ledger.Spend{}) // all unknown: charged in full; cannot fail on an open ticket
-	s.chargedLocked(n, ledger.Spend{})
-	n.ticket, n.InDoubt = nil, true
+	_ = s.settleTicketLocked(n, ledger.Spend{}, false) // all unknown: charged in full; cannot fail on an open ticket
+	n.InDoubt = true
 	s.live--
 	s.labelledOf(n).live--
 	return nil
@@ -679,9 +684,8 @@ func (s *Scope) Close() Totals {
 		s.closed = true
 		for _, n := range s.order {
 			if n.live() {
-				_ = s.poolOfLocked(n).Settle(n.ticket, ledger.Spend{}) // charged in full
-				s.chargedLocked(n, ledger.Spend{})
-				n.ticket, n.NeverSettled = nil, true
+				_ = s.settleTicketLocked(n, ledger.Spend{}, false) // charged in full
+				n.NeverSettled = true
 				s.live--
 				s.labelledOf(n).live--
 			}
@@ -759,6 +763,20 @@ func cloneSpend(sp ledger.Spend) ledger.Spend {
 		}
 	}
 	return out
+}
+
+// negative reports whether sp holds a negative quantity.
+func negative(sp ledger.Spend) bool {
+	neg := func(v *int64) bool { return v != nil && *v < 0 }
+	if neg(sp.Tokens) || neg(sp.Iterations) || neg(sp.MicroUSD) {
+		return true
+	}
+	for _, v := range sp.Resources {
+		if neg(v) {
+			return true
+		}
+	}
+	return false
 }
 
 func dropNegative(sp ledger.Spend) ledger.Spend {
