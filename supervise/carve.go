@@ -12,17 +12,20 @@ import (
 // scope on createBudgetPool(childBudget), "a child pool backed by the
 // driver's already-reserved allocation", and driver-executor.ts
 // reconciles the driver's one parent ticket with its child work plus its
-// own inference). A node that spawns children gets a carved pool whose
+// own inference, its allocation not refundable until every descendant
+// stopped). A node that spawns children gets a carved pool whose
 // capacity is its reservation: its children reserve from it (a spawn
 // that does not fit is refused budget-exhausted, or usd-unbudgeted when
 // the node reserved no dollars), its own metered turns are observed in
-// it (ObserveNode), and when the node settles the run's pool is charged,
-// on its one ticket, with the whole subtree: what the node itself spent,
-// what its settled children were charged (a child's unreported channel
-// at its ceiling), and the reservations of children still live. The
-// rest of the node's reservation returns to the run's pool then, never
-// before. A node whose reservation has no token or no iteration ceiling
-// cannot be carved: its children reserve from the run's pool.
+// it (ObserveNode), and its router loop's turn gate holds what its
+// children hold (gateLocked). When the node settles, its one ticket in
+// the pool it drew on is charged its whole subtree: what it spent itself
+// and what its children were charged (a child's unreported channel at
+// its ceiling), less what spilled over already (spillLocked); settled
+// while children still hold tickets, its ticket keeps its ceiling until
+// the last of them settles. A node whose reservation has no token or no
+// iteration ceiling cannot be carved: its children reserve from the
+// run's pool.
 //
 // MaxLiveWorkers counts the whole tree and MaxDepth every level, as the
 // reference's one admission counter and maxDepth do.
@@ -286,10 +289,11 @@ func (s *Scope) turnGate(id NodeID, left ledger.Budget, now func() time.Time) (*
 	return s.gateLocked(id, left, now)
 }
 
-// subtreeSpendLocked is what the run's pool charges carved node n when
-// it settles having itself spent own: own plus its children's charges
-// and its live children's reservations, a channel own left unknown
-// unknown (charged at n's ceiling). s.mu is held.
+// subtreeSpendLocked is what the pool n drew on charges carved node n
+// when its ticket settles, n having itself spent own: own plus its
+// children's charges and its live children's reservations, less what
+// spilled over already; a channel own left unknown stays unknown
+// (charged at n's ceiling). s.mu is held.
 func (s *Scope) subtreeSpendLocked(n *node, own ledger.Spend) ledger.Spend {
 	if n.carve == nil {
 		return own

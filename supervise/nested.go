@@ -23,8 +23,9 @@ const RuntimeManager = "manager"
 // Executor but as a brain (Options.ManagerBrain, else the RouterBrain
 // on Options.Router) that drives a Coordinator bound to its node — a
 // view of the same run. Through it spawn_worker admits children under
-// the node ("<node>:s<seq>", MaxDepth enforced), reserved from the one
-// pool and counted tree-wide against MaxLiveWorkers; await_event,
+// the node ("<node>:s<seq>", MaxDepth enforced), reserved from the pool
+// carved from its reservation (carve.go) and counted tree-wide against
+// MaxLiveWorkers; await_event,
 // list_questions and answer_question see only its own children's
 // events; observe_agent and steer_agent reach its subtree; ask_parent
 // and escalations go to its parent manager. Its children's contexts

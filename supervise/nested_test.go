@@ -95,8 +95,8 @@ func checkConservedReadout(t *testing.T, r ledger.Readout) {
 // §3.6 "ids route at any depth", behaviours 36, 41, 42: a three-level
 // tree (root → lead → writers) on the scripted provider. The lead is a
 // nested manager: its children are "<lead>:s<seq>" at depth 2, reserved
-// from the run's one pool (free + reserved + committed = total after
-// the run), settled to the lead (its await_event returns them), and the
+// from the pool carved from its grant (the run's one pool holds its
+// ticket), settled to the lead (its await_event returns them), and the
 // lead settles to the root through the completion gate with what its
 // own brain spent. Workers run on the executor; the lead does not.
 func TestNestedManagerThreeLevelTreeOnePool(t *testing.T) {
@@ -151,14 +151,9 @@ func TestNestedManagerThreeLevelTreeOnePool(t *testing.T) {
 	}
 }
 
-// rootBrainLead is a caller-owned root brain that spawns one lead on
-// the per-worker grant, runs check while it is live, and awaits it.
-func rootBrainLead(t *testing.T, check func(ctx context.Context, c *supervise.Coordinator, lead supervise.NodeID)) supervise.Brain {
-	return rootBrainLeadGranted(t, nil, check)
-}
-
-// rootBrainLeadGranted is rootBrainLead granting the lead grant (nil:
-// the per-worker budget), the budget its whole subtree draws on.
+// rootBrainLeadGranted is a caller-owned root brain that spawns one
+// lead granting it grant (nil: the per-worker budget), the budget its
+// whole subtree draws on, runs check while it is live, and awaits it.
 func rootBrainLeadGranted(t *testing.T, grant *supervise.SpawnBudget, check func(ctx context.Context, c *supervise.Coordinator, lead supervise.NodeID)) supervise.Brain {
 	return supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, task string) (supervise.BrainReport, error) {
 		sp, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "lead", Task: "lead the team", Label: "lead", Budget: grant})
