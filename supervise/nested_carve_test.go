@@ -8,12 +8,15 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/providers/scripted"
+	"github.com/agentrt/agentrt/store/sqlite"
 	"github.com/agentrt/agentrt/supervise"
 )
 
@@ -28,8 +31,22 @@ const carveGrantTokens, carveGrantIterations = 2500, 2
 // readouts the root took.
 func carveRun(t *testing.T, dir string, resume bool, where string) (supervise.SupervisedResult, []*supervise.Refusal) {
 	t.Helper()
+	res, refused, err := carveRunOn(context.Background(), t, dir, resume, where, nil)
+	if err != nil {
+		t.Fatalf("%s: %v", where, err)
+	}
+	return res, refused
+}
+
+// carveRunOn is carveRun on ctx, with set (when not nil) adjusting the
+// options (a store journal), returning Supervise's error.
+func carveRunOn(ctx context.Context, t *testing.T, dir string, resume bool, where string, set func(*supervise.Options)) (supervise.SupervisedResult, []*supervise.Refusal, error) {
+	t.Helper()
 	o := nestedOptions(t, newCounting(t, workerProvider(t)), nil, nil)
 	o.RunDir, o.Resume = dir, resume
+	if set != nil {
+		set(&o)
+	}
 	var refused []*supervise.Refusal
 	o.ManagerBrain = func(*profile.Profile) supervise.Brain {
 		return goLead(func(ctx context.Context, c *supervise.Coordinator, task string) (supervise.BrainReport, error) {
@@ -49,6 +66,9 @@ func carveRun(t *testing.T, dir string, resume bool, where string) (supervise.Su
 					admitted++
 				}
 				checkPoolConserved(t, c.Readout(), fmt.Sprintf("%s: lead spawn %d", where, i))
+				if r, ok := c.CarvedReadout(c.Self()); ok {
+					checkPoolConserved(t, r, fmt.Sprintf("%s: the lead's carved pool after spawn %d", where, i))
+				}
 			}
 			for range admitted {
 				if _, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60_000, Kinds: []string{supervise.EventSettled}}); err != nil {
@@ -73,13 +93,16 @@ func carveRun(t *testing.T, dir string, resume bool, where string) (supervise.Su
 		if r.OpenTickets != 0 {
 			t.Errorf("%s: %d tickets open after the lead settled", where, r.OpenTickets)
 		}
+		if cr, ok := c.CarvedReadout("run1:s1"); ok {
+			checkPoolConserved(t, cr, where+": the lead's carved pool once it settled")
+			if cr.OpenTickets != 0 {
+				t.Errorf("%s: the lead's carved pool holds %d tickets once it settled", where, cr.OpenTickets)
+			}
+		}
 		return supervise.BrainReport{}, nil
 	})
-	res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o)
-	if err != nil {
-		t.Fatalf("%s: %v", where, err)
-	}
-	return res, refused
+	res, err := supervise.Supervise(ctx, managerProfile(t, supervise.VerbSpawnWorker), "t", o)
+	return res, refused, err
 }
 
 // checkSubtreeWithinGrant: the lead and its writers together spent no
@@ -199,5 +222,78 @@ func TestNestedManagerTurnGateCountsLiveChildren(t *testing.T) {
 	checkPoolConserved(t, carved, "the lead's carved pool after it settled")
 	if carved.OpenTickets != 0 {
 		t.Errorf("the lead's carved pool holds %d open tickets after it settled", carved.OpenTickets)
+	}
+}
+
+// countAppends is a spawn journal that counts its appends and, once
+// dead is set by the countdown, "dies": nothing lands after the keep-th
+// append, as a process killed there leaves a store journal.
+type countAppends struct {
+	supervise.SpawnLog
+	n    *atomic.Int64
+	keep int64 // 0: never dies
+}
+
+func (c countAppends) Append(ctx context.Context, recs ...supervise.Record) error {
+	if c.keep > 0 && c.n.Load() >= c.keep {
+		return errCrashed
+	}
+	if err := c.SpawnLog.Append(ctx, recs...); err != nil {
+		return err
+	}
+	c.n.Add(1)
+	return nil
+}
+
+// TestNestedManagerChildrenDrawOnItsReservation on a SQLite journal:
+// the same run is cut after each of its appends, as a process killed
+// there leaves the store, and resumed by a new Supervise on the store;
+// every resumed run rebuilds the lead's carved pool from the journal
+// (conserved, no ticket left open once the lead settled), refuses only
+// budget-exhausted and keeps the lead's subtree within its grant.
+func TestNestedCarvedPoolResumesFromEverySQLiteCut(t *testing.T) {
+	sqliteJournal := func(t *testing.T) func(*supervise.Options) {
+		st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "runs.db"), sqlite.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return func(o *supervise.Options) { o.SpawnStore, o.SpawnLeaseTTL = st, kernel.MinLeaseTTL }
+	}
+	var total atomic.Int64
+	count := func(ctx context.Context, n *atomic.Int64, keep int64) context.Context {
+		return supervise.WithSpawnLogWrapper(ctx, func(sl supervise.SpawnLog) supervise.SpawnLog {
+			return countAppends{SpawnLog: sl, n: n, keep: keep}
+		})
+	}
+	_, _, err := carveRunOn(count(context.Background(), &total, 0), t, t.TempDir(), false, "uncut", sqliteJournal(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if total.Load() < 4 {
+		t.Fatalf("the run made %d appends, want a spawn and settlement each at least", total.Load())
+	}
+	t.Logf("the uncut run made %d appends", total.Load())
+	for keep := int64(1); keep < total.Load(); keep++ {
+		where := fmt.Sprintf("sqlite, resumed after %d of %d appends", keep, total.Load())
+		dir, set := t.TempDir(), sqliteJournal(t)
+		var n atomic.Int64
+		_, _, _ = carveRunOn(count(context.Background(), &n, keep), t, dir, false, where+" (cut run)", set)
+		res, refused, err := carveRunOn(context.Background(), t, dir, true, where, set)
+		if err != nil {
+			t.Fatalf("%s: %v", where, err)
+		}
+		if !res.Resumed {
+			t.Fatalf("%s: the run was not resumed", where)
+		}
+		for _, r := range refused {
+			if r.Code != supervise.CodeBudgetExhausted {
+				t.Errorf("%s: the lead's spawn refused %s, want budget-exhausted", where, r.Code)
+			}
+		}
+		checkSubtreeWithinGrant(t, res, where)
+		if res.Reason == supervise.ReasonBudgetExhausted {
+			t.Errorf("%s: the run ended budget-exhausted; the lead's grant running out is not the run's", where)
+		}
 	}
 }
