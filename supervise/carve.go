@@ -52,6 +52,11 @@ type carved struct {
 	// scope refunds a driver's allocation only once every descendant
 	// stopped.
 	deferred *ledger.Spend
+	// open counts the tickets its children hold in pool; usdCapped is
+	// whether pool caps dollars (its owner reserved some): kept here so
+	// a child's settlement reads no readout.
+	open      int
+	usdCapped bool
 }
 
 // carvable reports whether a reservation can back a carved pool.
@@ -67,7 +72,7 @@ func (s *Scope) carveLocked(n *node) *carved {
 	if err != nil {
 		return nil // a reservation the run's pool admitted is a valid ceiling; not reached
 	}
-	n.carve = &carved{pool: p, kids: map[string]int64{}, spilled: map[string]int64{}}
+	n.carve = &carved{pool: p, kids: map[string]int64{}, spilled: map[string]int64{}, usdCapped: n.Reserved.MicroUSD != nil}
 	return n.carve
 }
 
@@ -102,14 +107,16 @@ func (s *Scope) chargedLocked(n *node, spent ledger.Spend) {
 		}
 		return nil
 	}
+	over := false // charged past its reservation: p's ceiling may spill
 	add := func(ch string, v, ceiling *int64) {
 		if c := charge(v, ceiling); c != nil {
 			p.carve.kids[ch] += *c
+			over = over || ceiling != nil && *c > *ceiling
 		}
 	}
 	add(ledger.ChannelTokens, spent.Tokens, n.Reserved.Tokens)
 	add(ledger.ChannelIterations, spent.Iterations, n.Reserved.Iterations)
-	if p.carve.pool.Readout().Channels[ledger.ChannelUSD].Capped {
+	if p.carve.usdCapped {
 		add(ledger.ChannelUSD, spent.MicroUSD, n.Reserved.MicroUSD)
 	} else {
 		s.passUpUSDLocked(p, spent.MicroUSD)
@@ -117,11 +124,14 @@ func (s *Scope) chargedLocked(n *node, spent ledger.Spend) {
 	for name, c := range n.Reserved.Resources {
 		add("resource:"+name, spent.Resources[name], &c)
 	}
-	s.spillLocked(p)
+	p.carve.open--
+	if over {
+		s.spillLocked(p)
+	}
 	defer func() {
 		// p settled while its children held tickets here: the last of
 		// them settling settles p's.
-		if own := p.carve.deferred; own != nil && p.carve.pool.Readout().OpenTickets == 0 {
+		if own := p.carve.deferred; own != nil && p.carve.open == 0 {
 			p.carve.deferred = nil
 			_ = s.settleTicketLocked(p, *own, false) // its spend was checked when it settled
 		}
@@ -209,7 +219,7 @@ func (s *Scope) passUpUSDLocked(p *node, v *int64) {
 			return
 		}
 		owner := s.nodes[q.Parent]
-		if pool.Readout().Channels[ledger.ChannelUSD].Capped {
+		if owner.carve.usdCapped {
 			pool.Observe(sp)
 			if v != nil && *v >= 0 {
 				owner.carve.kids[ledger.ChannelUSD] += *v
@@ -328,7 +338,7 @@ func (s *Scope) subtreeSpendLocked(n *node, own ledger.Spend) ledger.Spend {
 // unknown (in doubt, never settled) is charged its ceiling at once,
 // which holds whatever its children still spend.
 func (s *Scope) settleTicketLocked(n *node, own ledger.Spend, mayDefer bool) error {
-	if c := n.carve; c != nil && mayDefer && c.pool.Readout().OpenTickets > 0 {
+	if c := n.carve; c != nil && mayDefer && c.open > 0 {
 		// Settled while its children still hold tickets: its ticket
 		// holds its ceiling until the last of them settles.
 		c.deferred = &own

@@ -472,6 +472,9 @@ func (s *Scope) Spawn(req SpawnRequest) (SpawnReply, error) {
 		Reserved: budget, ResumeOf: resumeOf}, ticket: ticket, canon: canon}
 	s.nodes[n.ID] = n
 	s.order = append(s.order, n)
+	if carve != nil {
+		carve.open++
+	}
 	s.mirrorLocked(carve, n)
 	s.live++
 	l := s.labelledOf(n)
