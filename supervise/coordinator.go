@@ -486,8 +486,10 @@ func (c *Coordinator) admitQueued(ctx context.Context, req SpawnRequest, doc can
 		// request under a root without a dollar ceiling
 		// (usd-unbudgeted) ran nothing out: the fix is to budget the
 		// root, and the run's end says what else happened.
+		// A nested manager's carved pool running out (carve.go) is its
+		// own, not the run's.
 		var r *Refusal
-		if errors.As(err, &r) && r.Code == CodeBudgetExhausted {
+		if errors.As(err, &r) && r.Code == CodeBudgetExhausted && !c.scope.carvedFor(req.Parent) {
 			c.mu.Lock()
 			c.exhausted = true
 			c.mu.Unlock()
@@ -1770,6 +1772,7 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 				// A nested manager's turn: its node's spend, settled with
 				// it (or counted on when it is driven again).
 				c.viewOfLocked(r.Node).meterNestedLocked(r.Spent.spend())
+				c.scope.ObserveNode(r.Node, r.Spent.spend())
 				continue
 			}
 			c.chargeDriver(r.Spent.spend())
@@ -1939,6 +1942,19 @@ func (c *Coordinator) Note(ctx context.Context, kind string, node NodeID, data c
 
 // Readout returns the run's pool balances.
 func (c *Coordinator) Readout() ledger.Readout { return c.pool.Readout() }
+
+// CarvedReadout returns the balances of the pool nested manager id's
+// children draw on, carved from its reservation (carve.go): its grant
+// as the total, its children's reservations and charges and its own
+// metered turns. ok is false when id never carved one (it spawned
+// nothing and metered nothing, or its reservation caps no tokens or no
+// iterations) or is not in this view's subtree.
+func (c *Coordinator) CarvedReadout(id NodeID) (r ledger.Readout, ok bool) {
+	if !c.reaches(id) {
+		return ledger.Readout{}, false
+	}
+	return c.scope.Carved(id)
+}
 
 // RunID returns the supervised run's id.
 func (c *Coordinator) RunID() string { return c.runID }

@@ -394,7 +394,7 @@
 // with iterations 0, "driver turns never consume the child-iteration
 // budget"; supervise.ts meters a harness driver's spend so too). A
 // nested manager is bounded by its node's token (and dollar)
-// reservation and by its turn cap.
+// reservation, less what its children hold of it, and by its turn cap.
 //
 // Analysts (§9): a Lens is data only — question, instructions, tool
 // group and bounds, decoded strictly by DecodeLens. The menu is
@@ -445,8 +445,9 @@
 // brain — Options.ManagerBrain, else the RouterBrain on Options.Router —
 // drives a Coordinator bound to its node (Self), a view of the same run.
 // Its spawn_worker admits children "<node>:s<seq>" (MaxDepth refuses
-// depth-exceeded), reserved from the run's one pool and counted against
-// MaxLiveWorkers tree-wide; its await_event, list_questions and
+// depth-exceeded), counted against MaxLiveWorkers tree-wide and
+// reserved from a pool carved from its own reservation (below); its
+// await_event, list_questions and
 // answer_question see its own children; observe_agent and steer_agent
 // reach its subtree only (the root reaches every id); ask_parent, and an
 // answer_question escalating to parent, queue the question at its parent
@@ -469,6 +470,33 @@
 // journal left live again under its id: its settled children are
 // replayed by request, not executed again, and the root's repeated
 // spawn of it re-attaches to it.
+//
+// Nested budgets (§3.6 nested scope; the reference's makeNestedScopeSeam
+// and driver-executor.ts). A nested manager's grant — the spawn's budget
+// over Options.PerWorker — bounds its whole subtree: its children reserve
+// from a pool carved from its reservation (carve.go), made at its first
+// child or metered turn, and its own metered turns are observed there
+// too. A child that does not fit is refused budget-exhausted (or
+// usd-unbudgeted when the grant caps no dollars); that is the manager's
+// grant running out, not the run's, so it never ends the run
+// budget-exhausted. Its router loop's turn gate holds, besides its own
+// turns, its live children's token and dollar reservations and its
+// settled children's charges: what they hold is not free for its next
+// turn. When it settles its one ticket in its parent's pool is charged
+// its own spend plus its children's charges (a channel its own spend
+// left unknown at its ceiling); settled while children still run, that
+// ticket holds its ceiling until the last of them settles. Children
+// charged past its ceiling spill the excess into its parent's pool as
+// they settle; dollars a carved pool does not cap go up to the nearest
+// pool that does. Each pool conserves (free + reserved + committed =
+// total on tokens, iterations and dollars; Coordinator.CarvedReadout),
+// and the run's totals count a nested manager only for what of its
+// ceiling its subtree's own counts leave (TreeCharged), so they equal
+// what the run's pool charged. A resumed run rebuilds the carved pools
+// by replaying the journal (spawns re-admitted, the manager's metered
+// turns observed, settlements charged in order). A reservation without
+// a token or iteration ceiling is not carved: its children reserve from
+// the run's pool.
 //
 // Restart intensity and abort (§3.6 "OTP breaker: more than maxRestarts
 // within withinMs → no-winner", and the no-winner arm aborted). As in the

@@ -92,7 +92,9 @@ func TestManagerTurnsChargeNoIterations(t *testing.T) {
 		}},
 		{"nested router", func(t *testing.T) (supervise.SpentTotal, supervise.SupervisedResult) {
 			o := nestedOptions(t, newCounting(t, workerProvider(t)), nil, func() contract.ChatModel { return scriptedManager() })
-			o.Brain = rootBrainLead(t, nil)
+			// The lead's grant holds its turns and its one writer's
+			// reservation (1,000 tokens, 1 iteration, $0.10).
+			o.Brain = rootBrainLeadGranted(t, leadGrant(2000, 1, 0.2), nil)
 			res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker, supervise.VerbAwaitEvent), "ship", o)
 			if err != nil {
 				t.Fatal(err)

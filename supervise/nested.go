@@ -23,8 +23,9 @@ const RuntimeManager = "manager"
 // Executor but as a brain (Options.ManagerBrain, else the RouterBrain
 // on Options.Router) that drives a Coordinator bound to its node — a
 // view of the same run. Through it spawn_worker admits children under
-// the node ("<node>:s<seq>", MaxDepth enforced), reserved from the one
-// pool and counted tree-wide against MaxLiveWorkers; await_event,
+// the node ("<node>:s<seq>", MaxDepth enforced), reserved from the pool
+// carved from its reservation (carve.go) and counted tree-wide against
+// MaxLiveWorkers; await_event,
 // list_questions and answer_question see only its own children's
 // events; observe_agent and steer_agent reach its subtree; ask_parent
 // and escalations go to its parent manager. Its children's contexts
@@ -254,8 +255,10 @@ func addSpend(a, b ledger.Spend) ledger.Spend {
 // the pool twice.
 func (c *Coordinator) meterNested(sp ledger.Spend) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.meterNestedLocked(sp)
+	c.mu.Unlock()
+	// Its carved pool sees it too: its children have that much less.
+	c.scope.ObserveNode(c.self, sp)
 }
 
 func (c *Coordinator) meterNestedLocked(sp ledger.Spend) {
@@ -352,7 +355,11 @@ func (c *Coordinator) reattachKeyed(req SpawnRequest, err error) (NodeID, bool) 
 // never stops its brain. A turn the gate refuses is not made (the loop
 // stops StopBudget), so the manager overshoots its ceiling by at most
 // its last turn's use. The gate only bounds the loop: the node's spend
-// is what its turns metered, settled with it.
+// is what its turns metered, settled with it. When its children draw on
+// its carved pool (carve.go), what they hold is not free for its turns:
+// the gate also holds each live child's token and dollar reservation
+// until the child settles, and what its settled children were charged
+// (Scope.turnGate).
 func (c *Coordinator) turnGate() (*ledger.Pool, ledger.Budget, error) {
 	c.mu.Lock()
 	r, m := c.reserved, c.meter
@@ -376,7 +383,7 @@ func (c *Coordinator) turnGate() (*ledger.Pool, ledger.Budget, error) {
 	if r.MicroUSD != nil {
 		gate.MicroUSD, reserve.MicroUSD = left(r.MicroUSD, m.microUSD, m.usdUnknown), &one
 	}
-	p, err := ledger.NewPool(gate, ledger.PoolOptions{Now: c.now})
+	p, err := c.scope.turnGate(c.self, gate, c.now)
 	if err != nil {
 		return nil, ledger.Budget{}, fmt.Errorf("supervise: the nested manager %s's turn gate: %w", c.self, err)
 	}

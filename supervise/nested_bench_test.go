@@ -72,6 +72,11 @@ func nestedTree(tb testing.TB, leads, per, maxLive int, runDir string) (supervis
 		return supervise.BrainReport{Text: "lead DONE"}, nil
 	})
 	var readout ledger.Readout
+	// Each lead's grant holds its per writers' reservations (worker:
+	// 100 tokens, 1 iteration, $0.01 each): its subtree draws on it.
+	grantTokens, grantIterations := int64(per)**worker.Tokens, int64(per)**worker.Iterations
+	grantUSD := float64(int64(per)**worker.MicroUSD) / 1e6
+	grant := &supervise.SpawnBudget{Tokens: &grantTokens, Iterations: &grantIterations, USD: &grantUSD}
 	root := supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
 		awaited := 0
 		awaitLead := func() error {
@@ -82,7 +87,7 @@ func nestedTree(tb testing.TB, leads, per, maxLive int, runDir string) (supervis
 			return nil
 		}
 		for spawned := 0; spawned < leads; {
-			sp, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "lead", Task: "lead"})
+			sp, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "lead", Task: "lead", Budget: grant})
 			var r *supervise.Refusal
 			switch {
 			case errors.As(err, &r) && r.Code == supervise.CodeMaxLiveWorkers && spawned > awaited:

@@ -58,7 +58,11 @@ func nestedKillOptions(exec supervise.Executor, lead supervise.Brain, dir string
 	}
 	o.Profiles["lead"] = leadP
 	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
-		if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "lead", Task: "lead the writers", Key: "lead-1"}); err != nil {
+		// The lead's grant holds its two writers (1,000 tokens and 1
+		// iteration each): its subtree draws on it.
+		tokens, iterations := int64(2_000), int64(2)
+		grant := &supervise.SpawnBudget{Tokens: &tokens, Iterations: &iterations}
+		if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "lead", Task: "lead the writers", Key: "lead-1", Budget: grant}); err != nil {
 			return supervise.BrainReport{}, err
 		}
 		_, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60_000, Kinds: []string{supervise.EventSettled}})

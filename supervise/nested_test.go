@@ -42,11 +42,13 @@ var leadVerbs = []string{supervise.VerbSpawnWorker, supervise.VerbAwaitEvent, su
 	supervise.VerbSubmitResult, supervise.VerbStop, supervise.VerbAskParent, supervise.VerbListQuestions, supervise.VerbAnswerQuestion}
 
 // rootSpawningLead spawns one lead with a budget of its own, awaits it
-// and answers.
+// and answers. The lead's grant (2,000 tokens, 10 iterations, $0.50) is
+// what its own turns and its writers' reservations (1,000 tokens, 1
+// iteration, $0.10 each) draw on.
 func rootSpawningLead() *scripted.ChatModel {
 	return scripted.NewChatModel(scripted.ChatScript{Turns: []scripted.ChatTurn{
 		turn(call("r1", supervise.VerbSpawnWorker, map[string]any{"profile": "lead", "task": "lead the team", "label": "lead",
-			"budget": map[string]any{"maxTokens": 2000, "maxIterations": 10}}), managerUsage(10, 0, 0.0001)),
+			"budget": map[string]any{"maxTokens": 2000, "maxIterations": 10, "maxUsd": 0.5}}), managerUsage(10, 0, 0.0001)),
 		turn(call("r2", supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 60000}), managerUsage(10, 0, 0.0001)),
 		turn(scripted.Text("root: the lead delivered"), managerUsage(10, 0, 0.0001)),
 	}})
@@ -93,8 +95,8 @@ func checkConservedReadout(t *testing.T, r ledger.Readout) {
 // §3.6 "ids route at any depth", behaviours 36, 41, 42: a three-level
 // tree (root → lead → writers) on the scripted provider. The lead is a
 // nested manager: its children are "<lead>:s<seq>" at depth 2, reserved
-// from the run's one pool (free + reserved + committed = total after
-// the run), settled to the lead (its await_event returns them), and the
+// from the pool carved from its grant (the run's one pool holds its
+// ticket), settled to the lead (its await_event returns them), and the
 // lead settles to the root through the completion gate with what its
 // own brain spent. Workers run on the executor; the lead does not.
 func TestNestedManagerThreeLevelTreeOnePool(t *testing.T) {
@@ -149,11 +151,12 @@ func TestNestedManagerThreeLevelTreeOnePool(t *testing.T) {
 	}
 }
 
-// rootBrainLead is a caller-owned root brain that spawns one lead,
-// runs check while it is live, and awaits it.
-func rootBrainLead(t *testing.T, check func(ctx context.Context, c *supervise.Coordinator, lead supervise.NodeID)) supervise.Brain {
+// rootBrainLeadGranted is a caller-owned root brain that spawns one
+// lead granting it grant (nil: the per-worker budget), the budget its
+// whole subtree draws on, runs check while it is live, and awaits it.
+func rootBrainLeadGranted(t *testing.T, grant *supervise.SpawnBudget, check func(ctx context.Context, c *supervise.Coordinator, lead supervise.NodeID)) supervise.Brain {
 	return supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, task string) (supervise.BrainReport, error) {
-		sp, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "lead", Task: "lead the team", Label: "lead"})
+		sp, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "lead", Task: "lead the team", Label: "lead", Budget: grant})
 		if err != nil {
 			return supervise.BrainReport{}, err
 		}
@@ -170,6 +173,12 @@ func rootBrainLead(t *testing.T, check func(ctx context.Context, c *supervise.Co
 			}
 		}
 	})
+}
+
+// leadGrant is the budget a manager grants a lead it spawns: the lead's
+// own turns and its children's reservations draw on it.
+func leadGrant(tokens, iterations int64, usd float64) *supervise.SpawnBudget {
+	return &supervise.SpawnBudget{Tokens: &tokens, Iterations: &iterations, USD: &usd}
 }
 
 // goLead is a caller-owned nested manager brain.
@@ -220,7 +229,9 @@ func TestNestedSpawnPastMaxDepthRefused(t *testing.T) {
 		return supervise.BrainReport{Text: "sub DONE"}, nil
 	})
 	o := nestedOptions(t, newCounting(t, workerProvider(t)), nil, nil)
-	o.Brain = rootBrainLead(t, nil)
+	// The lead's grant holds its writer's and its sub-lead's
+	// reservations (1,000 tokens, 1 iteration, $0.10 each).
+	o.Brain = rootBrainLeadGranted(t, leadGrant(2000, 2, 0.2), nil)
 	o.ManagerBrain = func(*profile.Profile) supervise.Brain { return leadBrain }
 	o.MaxDepth = 2
 	res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "ship", o)
@@ -244,14 +255,20 @@ func TestNestedSpawnPastMaxDepthRefused(t *testing.T) {
 // manager, while a sibling writer of the root's is untouched; the
 // root's await_event sees only its own children.
 func TestNestedCancelMiddleManagerCascades(t *testing.T) {
-	grandLive := make(chan supervise.NodeID, 4)
+	// The lead answers each spawn it made, admitted or refused, so the
+	// root never waits on a child that was refused.
+	type spawned struct {
+		id  supervise.NodeID
+		err error
+	}
+	grandLive := make(chan spawned, 4)
 	leadBrain := goLead(func(ctx context.Context, c *supervise.Coordinator, task string) (supervise.BrainReport, error) {
 		for range 2 {
 			sp, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: "hang"})
+			grandLive <- spawned{sp.WorkerID, err}
 			if err != nil {
 				return supervise.BrainReport{}, err
 			}
-			grandLive <- sp.WorkerID
 		}
 		<-ctx.Done() // the lead waits until it is cancelled
 		return supervise.BrainReport{}, context.Cause(ctx)
@@ -273,13 +290,29 @@ func TestNestedCancelMiddleManagerCascades(t *testing.T) {
 			return supervise.BrainReport{}, err
 		}
 		sibID = sib.WorkerID
-		lead, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "lead", Task: "lead the team"})
+		// The lead's grant holds its two writers' reservations (1,000
+		// tokens, 1 iteration, $0.10 each).
+		lead, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "lead", Task: "lead the team", Budget: leadGrant(2000, 2, 0.2)})
 		if err != nil {
 			return supervise.BrainReport{}, err
 		}
+		limit := time.NewTimer(waitLimit)
+		defer limit.Stop()
 		for range 2 {
-			grands = append(grands, <-grandLive)
-			<-started
+			select {
+			case sp := <-grandLive:
+				if sp.err != nil {
+					return supervise.BrainReport{}, fmt.Errorf("the lead's spawn: %w", sp.err)
+				}
+				grands = append(grands, sp.id)
+			case <-limit.C:
+				return supervise.BrainReport{}, errors.New("the lead spawned nothing in time")
+			}
+			select {
+			case <-started:
+			case <-limit.C:
+				return supervise.BrainReport{}, errors.New("the lead's writer did not start in time")
+			}
 		}
 		// Cancel the lead through the run dir, as agentrt cancel does.
 		if _, err := supervise.CancelWorker(ctx, c.RunDir(), string(lead.WorkerID), "op-cancel-lead", supervise.CancelOptions{Reason: "test"}); err != nil {
@@ -860,7 +893,13 @@ func TestNestedChainResumesAtDepthThree(t *testing.T) {
 			tasks, profileName = []string{"write alpha", "write beta"}, "writer"
 		}
 		for _, tk := range tasks {
-			if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: profileName, Task: tk}); err != nil {
+			a := supervise.SpawnArgs{Profile: profileName, Task: tk}
+			if profileName == "lead" {
+				// The sub-lead's grant holds its two writers (1,000
+				// tokens, 1 iteration, $0.10 each); the lead's holds it.
+				a.Budget = leadGrant(2000, 2, 0.2)
+			}
+			if _, err := c.Spawn(ctx, a); err != nil {
 				return supervise.BrainReport{}, err
 			}
 			if r, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60_000, Kinds: []string{supervise.EventSettled}}); err != nil || r.Event == nil {
@@ -871,7 +910,7 @@ func TestNestedChainResumesAtDepthThree(t *testing.T) {
 	}
 	opts := func(exec supervise.Executor, dir string, resume bool) supervise.Options {
 		o := nestedOptions(t, exec, nil, nil)
-		o.Brain = rootBrainLead(t, nil)
+		o.Brain = rootBrainLeadGranted(t, leadGrant(2000, 2, 0.2), nil)
 		o.ManagerBrain = func(*profile.Profile) supervise.Brain { return goLead(brain) }
 		o.RunDir, o.Resume = dir, resume
 		return o
@@ -1021,13 +1060,18 @@ func TestNestedQuestionListedToItsManagerAfterResume(t *testing.T) {
 		return supervise.BrainReport{Text: "lead DONE"}, err
 	})
 	dir := t.TempDir()
+	// The lead's grant holds its writer twice (1,000 tokens and 1
+	// iteration each): the writer the cut left in doubt is charged in
+	// full there, and the resumed lead's writer reserves its own.
+	tokens, iterations := int64(2000), int64(2)
+	grant := &supervise.SpawnBudget{Tokens: &tokens, Iterations: &iterations}
 	run := func(resume bool) supervise.SupervisedResult {
 		o := nestedOptions(t, exec, nil, nil)
-		o.Brain = rootBrainLead(t, nil)
+		o.Brain = rootBrainLeadGranted(t, grant, nil)
 		if resume {
 			o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, task string) (supervise.BrainReport, error) {
 				rootListed = c.ListQuestions().Questions
-				return rootBrainLead(t, nil).Drive(ctx, c, task)
+				return rootBrainLeadGranted(t, grant, nil).Drive(ctx, c, task)
 			})
 		}
 		o = uncappedUSD(o) // the writer left in doubt is charged at its ceiling: no dollar ceiling to taint

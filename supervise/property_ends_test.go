@@ -74,7 +74,7 @@ func (e *endsExec) total() int {
 
 type endsStats struct {
 	sequences, runs, steps, resumes, pastDeadline, aborts, trips, nested, keyed, unknown, driverTurns, inDoubt, gapsChecked int
-	notRerun, keyedNotRerun, managerGaps                                                                                    int
+	notRerun, keyedNotRerun, managerGaps, carvedChecks, carvedEnds                                                          int
 }
 
 // The ways a run ends that came after the first property tests (issue
@@ -109,7 +109,8 @@ func TestConservationAcrossNewRunEnds(t *testing.T) {
 	}
 	t.Logf("%+v", st)
 	if st.resumes == 0 || st.pastDeadline == 0 || st.aborts == 0 || st.trips == 0 || st.nested == 0 || st.keyed == 0 ||
-		st.unknown == 0 || st.driverTurns == 0 || st.inDoubt == 0 || st.gapsChecked == 0 || st.notRerun == 0 || st.keyedNotRerun == 0 || st.managerGaps == 0 {
+		st.unknown == 0 || st.driverTurns == 0 || st.inDoubt == 0 || st.gapsChecked == 0 || st.notRerun == 0 || st.keyedNotRerun == 0 || st.managerGaps == 0 ||
+		st.carvedChecks == 0 || st.carvedEnds == 0 {
 		t.Errorf("the sequences exercised too little: %+v", st)
 	}
 }
@@ -159,6 +160,15 @@ func runEndsSequence(t *testing.T, seed uint64, st *endsStats) {
 			stepsMu.Unlock()
 			if err := c.Readout().Conserved(); err != nil {
 				t.Errorf("%s: %v", where(step, what), err)
+			}
+			// A lead's carved pool (its grant) conserves too.
+			if r, ok := c.CarvedReadout(c.Self()); ok {
+				stepsMu.Lock()
+				st.carvedChecks++
+				stepsMu.Unlock()
+				if err := r.Conserved(); err != nil {
+					t.Errorf("%s: %s's carved pool: %v", where(step, what), c.Self(), err)
+				}
 			}
 		}
 		// awaitSettled waits for id's settlement, passing over others (a
@@ -255,7 +265,17 @@ func runEndsSequence(t *testing.T, seed uint64, st *endsStats) {
 				case k < 64:
 					spawn(ctx, c, supervise.SpawnArgs{Profile: "writer", Task: task("hold")})
 				case k < 76:
-					if spawn(ctx, c, supervise.SpawnArgs{Profile: "lead", Task: fmt.Sprintf("lead s%d", step)}) {
+					// Half the leads are granted what their children
+					// reserve (three writers of 200 tokens, 2 iterations
+					// and $0.02); the others have the per-worker budget,
+					// which their second writer outruns (refused
+					// budget-exhausted by the lead's pool, not the run's).
+					a := supervise.SpawnArgs{Profile: "lead", Task: fmt.Sprintf("lead s%d", step)}
+					if step%2 == 0 {
+						tokens, iterations, usd := int64(600), int64(6), 0.06
+						a.Budget = &supervise.SpawnBudget{Tokens: &tokens, Iterations: &iterations, USD: &usd}
+					}
+					if spawn(ctx, c, a) {
 						st.nested++
 					}
 				case k < 84:
@@ -364,6 +384,19 @@ func runEndsSequence(t *testing.T, seed uint64, st *endsStats) {
 			}
 			if r.OpenTickets != 0 {
 				t.Fatalf("%s: %d tickets open after the run ended", where(-1, "end"), r.OpenTickets)
+			}
+			for _, n := range res.Tree {
+				cr, ok := rootView.CarvedReadout(n.ID)
+				if !ok {
+					continue
+				}
+				st.carvedEnds++
+				if err := cr.Conserved(); err != nil {
+					t.Fatalf("%s: %s's carved pool: %v", where(-1, "end"), n.ID, err)
+				}
+				if cr.OpenTickets != 0 {
+					t.Fatalf("%s: %s's carved pool holds %d tickets after the run ended", where(-1, "end"), n.ID, cr.OpenTickets)
+				}
 			}
 		} else if exec.total() != 0 {
 			t.Fatalf("%s: the brain was not driven, yet %d workers executed", where(-1, "end"), exec.total())

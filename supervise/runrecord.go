@@ -209,13 +209,19 @@ const (
 // number when measured, null when unknown (a node that never settled or
 // did not report the channel), {"atLeast": n} when only a floor is known
 // (the manager's turns, some of which reported nothing); charged the
-// numbers the run's totals count (NodeSpent: a node's ceiling where its
-// measure is missing). The charged members sum to res.Spent exactly, and
+// numbers the run's totals count (TreeCharged: a node's ceiling where
+// its measure is missing, less what a nested manager's children count of
+// it). The charged members sum to res.Spent exactly, and
 // the spent members to it whenever a channel is known.
 func LedgerEntries(res SupervisedResult) []canonjson.Value {
 	out := make([]canonjson.Value, 0, len(res.Tree)+1)
-	for _, n := range res.Tree {
-		charged, _ := NodeSpent(n.NodeInfo)
+	infos := make([]NodeInfo, len(res.Tree))
+	for i, n := range res.Tree {
+		infos[i] = n.NodeInfo
+	}
+	counted, _ := TreeCharged(infos)
+	for i, n := range res.Tree {
+		charged := counted[i]
 		var got ledger.Spend
 		if n.Settlement != nil {
 			got = n.Settlement.Spent

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -71,6 +72,9 @@ type ScopeOptions struct {
 	// (preflight-refused, cause "preflight"). Same rules as
 	// AuthorizeSpawn.
 	Preflight func(SpawnRequest) error
+	// Now replaces time.Now for the deadline of a nested manager's
+	// carved pool (carve.go), which is the run pool's.
+	Now func() time.Time
 }
 
 // SpawnRequest asks for one worker.
@@ -166,6 +170,9 @@ type node struct {
 	// slotHeld: the node settled but its teardown was never
 	// acknowledged; it still counts as live (HoldSlot).
 	slotHeld bool
+	// carve is the pool its children reserve from, once it has one
+	// (carve.go).
+	carve *carved
 }
 
 func (n *node) live() bool { return n.State.Live() && !n.InDoubt && !n.NeverSettled }
@@ -395,8 +402,10 @@ func (s *Scope) Spawn(req SpawnRequest) (SpawnReply, error) {
 		}
 	}
 
-	// 4. live workers.
-	if s.opts.MaxLiveWorkers > 0 && s.live >= s.opts.MaxLiveWorkers {
+	// 4. live workers. A replayed spawn was admitted by the process
+	// that journaled it, whose live count left out the workers it had
+	// found in doubt, which a replay counts live until it ends.
+	if s.opts.MaxLiveWorkers > 0 && s.live >= s.opts.MaxLiveWorkers && !s.replaying {
 		return SpawnReply{}, s.refuse(CodeMaxLiveWorkers, "", strconv.Itoa(s.live)+" of "+strconv.Itoa(s.opts.MaxLiveWorkers)+" live", nil)
 	}
 
@@ -439,14 +448,22 @@ func (s *Scope) Spawn(req SpawnRequest) (SpawnReply, error) {
 	}
 
 	// 8. budget.
+	// A nested manager's children reserve from its carved pool.
 	budget := mergeBudget(req.Budget, s.opts.PerWorker)
-	reserve := s.pool.Reserve
+	from, owner := s.pool, "the root"
+	var carve *carved
+	if req.Parent != s.root {
+		if carve = s.carveLocked(s.nodes[req.Parent]); carve != nil {
+			from, owner = carve.pool, "the manager "+string(req.Parent)
+		}
+	}
+	reserve := from.Reserve
 	if s.replaying {
-		reserve = s.pool.Readmit
+		reserve = from.Readmit
 	}
 	ticket, err := reserve(budget)
 	if err != nil {
-		return SpawnReply{}, s.reserveRefusal(err)
+		return SpawnReply{}, s.reserveRefusal(err, owner)
 	}
 
 	s.seq++
@@ -455,6 +472,10 @@ func (s *Scope) Spawn(req SpawnRequest) (SpawnReply, error) {
 		Reserved: budget, ResumeOf: resumeOf}, ticket: ticket, canon: canon}
 	s.nodes[n.ID] = n
 	s.order = append(s.order, n)
+	if carve != nil {
+		carve.open++
+	}
+	s.mirrorLocked(carve, n)
 	s.live++
 	l := s.labelledOf(n)
 	l.nodes = append(l.nodes, n)
@@ -485,13 +506,13 @@ func labelOf(label, profile string) string {
 	return profile
 }
 
-func (s *Scope) reserveRefusal(err error) *Refusal {
+func (s *Scope) reserveRefusal(err error, owner string) *Refusal {
 	var ex *ledger.ExhaustedError
 	switch {
 	case errors.As(err, &ex):
 		return s.refuse(CodeBudgetExhausted, ex.Channel, ex.Error(), err)
 	case errors.Is(err, ledger.ErrUSDUnbudgeted):
-		return s.refuse(CodeUSDUnbudgeted, "", "the root has no dollar ceiling", err)
+		return s.refuse(CodeUSDUnbudgeted, "", owner+" has no dollar ceiling", err)
 	case errors.Is(err, ledger.ErrUSDTainted):
 		return s.refuse(CodeBudgetExhausted, "usd-tainted", err.Error(), err)
 	case errors.Is(err, ledger.ErrDeadline):
@@ -571,13 +592,20 @@ func (s *Scope) Settle(id NodeID, r Result) (Settlement, error) {
 		return Settlement{}, &TransitionError{Node: id, From: n.State, To: r.State}
 	}
 	spent := cloneSpend(r.Spent)
-	settleErr := s.pool.Settle(n.ticket, spent)
+	var invalid error
+	if n.carve != nil && negative(spent) {
+		// Its subtree's sum would hide it: refused here, as the pool
+		// refuses any other node's.
+		invalid = fmt.Errorf("%w: %s settled a negative quantity", ledger.ErrInvalid, id)
+		spent = dropNegative(spent)
+	}
+	settleErr := errors.Join(invalid, s.settleTicketLocked(n, spent, true))
 	if settleErr != nil {
 		spent = dropNegative(spent)
 	}
 	s.settled++
 	st := Settlement{Node: id, Seq: n.Seq, Order: s.settled, State: r.State, Spent: spent, Reason: r.Reason}
-	n.State, n.Settlement, n.ticket = r.State, &st, nil
+	n.State, n.Settlement = r.State, &st
 	s.live--
 	l := s.labelledOf(n)
 	l.live--
@@ -634,8 +662,8 @@ func (s *Scope) MarkInDoubt(id NodeID) error {
 	if !n.live() {
 		return &TransitionError{Node: id, From: n.State, To: n.State}
 	}
-	_ = s.pool.Settle(n.ticket, ledger.Spend{}) // all unknown: charged in full; cannot fail on an open ticket
-	n.ticket, n.InDoubt = nil, true
+	_ = s.settleTicketLocked(n, ledger.Spend{}, false) // all unknown: charged in full; cannot fail on an open ticket
+	n.InDoubt = true
 	s.live--
 	s.labelledOf(n).live--
 	return nil
@@ -659,8 +687,8 @@ func (s *Scope) Close() Totals {
 		s.closed = true
 		for _, n := range s.order {
 			if n.live() {
-				_ = s.pool.Settle(n.ticket, ledger.Spend{}) // charged in full
-				n.ticket, n.NeverSettled = nil, true
+				_ = s.settleTicketLocked(n, ledger.Spend{}, false) // charged in full
+				n.NeverSettled = true
 				s.live--
 				s.labelledOf(n).live--
 			}
@@ -738,6 +766,20 @@ func cloneSpend(sp ledger.Spend) ledger.Spend {
 		}
 	}
 	return out
+}
+
+// negative reports whether sp holds a negative quantity.
+func negative(sp ledger.Spend) bool {
+	neg := func(v *int64) bool { return v != nil && *v < 0 }
+	if neg(sp.Tokens) || neg(sp.Iterations) || neg(sp.MicroUSD) {
+		return true
+	}
+	for _, v := range sp.Resources {
+		if neg(v) {
+			return true
+		}
+	}
+	return false
 }
 
 func dropNegative(sp ledger.Spend) ledger.Spend {

@@ -123,8 +123,9 @@ type Options struct {
 	// profile declares coordination verbs (ToolPrefix + verb): such a
 	// worker is a nested manager, whose verbs spawn, await, observe,
 	// steer and answer its own children (ids "<node>:s<seq>", held to
-	// MaxDepth, reserved from the run's one pool, counted against
-	// MaxLiveWorkers tree-wide) and whose ask_parent goes to its parent
+	// MaxDepth, reserved from a pool carved from its own reservation,
+	// which bounds its whole subtree, counted against MaxLiveWorkers
+	// tree-wide) and whose ask_parent goes to its parent
 	// manager. A nil Brain, or no ManagerBrain, gives a cli-base (or
 	// harness-less) manager profile the RouterBrain on Router; a
 	// manager profile no brain serves is refused at spawn
@@ -585,7 +586,7 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	rs, ok := exec.(interface{ ResumesSessions() bool })
 	canResume := ok && rs.ResumesSessions()
 	scope, err := New(pool, ScopeOptions{RootID: NodeID(runID), PerWorker: o.PerWorker, MaxLiveWorkers: o.MaxLiveWorkers,
-		MaxDepth: o.MaxDepth, AllowedModels: o.AllowedModels, AuthorizeSpawn: o.AuthorizeSpawn,
+		MaxDepth: o.MaxDepth, AllowedModels: o.AllowedModels, AuthorizeSpawn: o.AuthorizeSpawn, Now: o.Now,
 		Preflight: func(r SpawnRequest) error {
 			if r.Continuity == ContinuityResume && !canResume {
 				return errors.New("the executor cannot re-attach to a worker's session")

@@ -3,6 +3,7 @@ package supervise
 import (
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/agentrt/agentrt/ledger"
 )
@@ -61,8 +62,13 @@ func (s *Scope) Totals() Totals {
 
 func (s *Scope) totalsLocked() Totals {
 	t := Totals{Spent: SpentTotal{Resources: map[string]int64{}, TokensKnown: true, IterationsKnown: true, USDKnown: true}}
-	for _, n := range s.order {
-		spent, gaps := NodeSpent(n.NodeInfo)
+	infos := make([]NodeInfo, len(s.order))
+	for i, n := range s.order {
+		infos[i] = n.NodeInfo
+	}
+	counted, gapsOf := TreeCharged(infos)
+	for i, n := range s.order {
+		spent, gaps := counted[i], gapsOf[i]
 		t.Spent = addTotals(t.Spent, spent)
 		if len(gaps) == 0 {
 			continue
@@ -123,4 +129,98 @@ func NodeSpent(n NodeInfo) (spent SpentTotal, gaps []string) {
 		}
 	}
 	return spent, gaps
+}
+
+// TreeCharged returns what the run's totals count for each of nodes (a
+// whole tree, in admission order) and the channels each left unknown:
+// NodeSpent, except for a nested manager whose children drew on its
+// carved pool (carve.go). Its ticket is charged its whole subtree, which
+// its descendants' own counts already hold, so on a channel charged at
+// its ceiling (unreported, or never settled) it counts only what of that
+// ceiling its children's subtrees leave, at least 0. The counts then
+// sum to what the run's pool charged.
+func TreeCharged(nodes []NodeInfo) (counted []SpentTotal, gaps [][]string) {
+	idx := make(map[NodeID]int, len(nodes))
+	for i, n := range nodes {
+		idx[n.ID] = i
+	}
+	counted, gaps = make([]SpentTotal, len(nodes)), make([][]string, len(nodes))
+	kids := make([]map[string]int64, len(nodes)) // children's subtree sums, per channel
+	// holds: the node's ticket is open — it is live, or it settled while
+	// its children still held tickets in its carved pool (its ticket
+	// holds its ceiling until they settle).
+	holds := make([]bool, len(nodes))
+	for i := len(nodes) - 1; i >= 0; i-- {
+		n := nodes[i]
+		spent, g := NodeSpent(n)
+		holds[i] = holds[i] || live(n)
+		if k := kids[i]; k != nil && carvable(n.Reserved) {
+			adjust := g
+			if holds[i] {
+				adjust = []string{ledger.ChannelTokens, ledger.ChannelIterations, ledger.ChannelUSD}
+				for name := range n.Reserved.Resources {
+					adjust = append(adjust, "resource:"+name)
+				}
+			}
+			for _, ch := range adjust {
+				left := int64(0) // an uncapped channel of an open ticket holds nothing yet
+				if c := ceilingOf(n.Reserved, ch); c != nil {
+					left = max(0, *c-k[ch])
+				}
+				setChannel(&spent, ch, left)
+			}
+		}
+		counted[i], gaps[i] = spent, g
+		j, ok := idx[n.Parent]
+		if !ok {
+			continue
+		}
+		if holds[i] && carvable(nodes[j].Reserved) {
+			holds[j] = true
+		}
+		if kids[j] == nil {
+			kids[j] = map[string]int64{}
+		}
+		kids[j][ledger.ChannelTokens] += spent.Tokens + kids[i][ledger.ChannelTokens]
+		kids[j][ledger.ChannelIterations] += spent.Iterations + kids[i][ledger.ChannelIterations]
+		kids[j][ledger.ChannelUSD] += spent.MicroUSD + kids[i][ledger.ChannelUSD]
+		for name, v := range spent.Resources {
+			kids[j]["resource:"+name] += v + kids[i]["resource:"+name]
+		}
+	}
+	return counted, gaps
+}
+
+// ceilingOf is b's ceiling on ledger channel ch, nil when it has none.
+func ceilingOf(b ledger.Budget, ch string) *int64 {
+	switch ch {
+	case ledger.ChannelTokens:
+		return b.Tokens
+	case ledger.ChannelIterations:
+		return b.Iterations
+	case ledger.ChannelUSD:
+		return b.MicroUSD
+	}
+	if name, ok := strings.CutPrefix(ch, "resource:"); ok {
+		if v, ok := b.Resources[name]; ok {
+			return &v
+		}
+	}
+	return nil
+}
+
+// setChannel sets t's count on ledger channel ch to v.
+func setChannel(t *SpentTotal, ch string, v int64) {
+	switch ch {
+	case ledger.ChannelTokens:
+		t.Tokens = v
+	case ledger.ChannelIterations:
+		t.Iterations = v
+	case ledger.ChannelUSD:
+		t.MicroUSD = v
+	default:
+		if name, ok := strings.CutPrefix(ch, "resource:"); ok {
+			t.Resources[name] = v
+		}
+	}
 }

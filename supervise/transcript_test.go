@@ -529,7 +529,7 @@ func (rootOfLead) Turn(_ context.Context, msgs []contract.ChatMessage, _ []contr
 		switch step {
 		case 0:
 			ev = call("r1", supervise.VerbSpawnWorker, map[string]any{"profile": "lead", "task": "lead the team", "label": "lead",
-				"budget": map[string]any{"maxTokens": 2000, "maxIterations": 10}})
+				"budget": map[string]any{"maxTokens": 2000, "maxIterations": 10, "maxUsd": 0.5}})
 		case 1:
 			ev = call("r2", supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 60000})
 		default:
