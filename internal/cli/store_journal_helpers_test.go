@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/store"
 	"github.com/agentrt/agentrt/supervise"
 )
@@ -61,4 +62,26 @@ func resumeOnceLeaseLapsed(t *testing.T, args ...string) (out, errOut string, co
 			return out, errOut, code
 		}
 	}
+}
+
+// journalGeneration is the lease generation of run runID's spawn
+// journal in st: 1 as created, raised by each takeover.
+func journalGeneration(t *testing.T, st store.Store, runID string) int64 {
+	t.Helper()
+	r, err := st.GetRun(context.Background(), runID)
+	if err != nil {
+		t.Fatalf("reading run %s's spawn journal: %v", runID, err)
+	}
+	return r.Generation
+}
+
+// leaseHeld reports whether run runID's spawn journal in st is held: its
+// lease (supervise.SpawnLogLeaseMember) runs past now.
+func leaseHeld(st store.Store, runID string) bool {
+	r, err := st.GetRun(context.Background(), runID)
+	if err != nil {
+		return false
+	}
+	v, ok := r.Doc.Get(supervise.SpawnLogLeaseMember)
+	return ok && v.Kind() == canonjson.Number && time.UnixMilli(int64(v.Float())).After(time.Now())
 }
