@@ -409,8 +409,10 @@ func (r *run) analyze(ctx context.Context, c *supervise.Coordinator, node string
 }
 
 // routeFindings delivers an analyst's findings: to the root they are a
-// finding event (ledgered with the source worker); to a worker node they
-// are steered into its latest live worker.
+// finding event (ledgered with the source worker, the edge's directive
+// counted with them); to a worker node they are steered into its latest
+// live worker — a lens's findings opened by the edge's directive, an
+// analyst node's bare (its directive opened its own task).
 func (r *run) routeFindings(ctx context.Context, c *supervise.Coordinator, ar analystRun, out supervise.Output) {
 	e := ar.edge
 	directive := r.directive(e)
@@ -443,7 +445,14 @@ func (r *run) routeFindings(ctx context.Context, c *supervise.Coordinator, ar an
 		r.record(ctx, row, false)
 		return
 	}
-	r.steer(ctx, c, row, dest, e.To, compose(directive, out.Text), false)
+	instruction := compose(directive, out.Text)
+	if !r.lenses[e.Analyst] {
+		// An analyst node's directive opened its own task: it told the
+		// analyst what to look for, and is no instruction to the
+		// destination worker, which gets the bare findings.
+		instruction = out.Text
+	}
+	r.steer(ctx, c, row, dest, e.To, instruction, false)
 }
 
 // steer authorizes and delivers an instruction to a live worker and
