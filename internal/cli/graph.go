@@ -43,8 +43,8 @@ the built-in directives (agentrt graph directives lists them: delegate/v1,
 delegate/implement/v1, delegate/fix/v1, delegate/review/v1,
 delegate/research/v1, delegate/test/v1, analyze/v1, analyze/critique/v1,
 analyze/verify/v1) and those of --directives FILE, a JSON object of
-directive text by handle that adds to them (and replaces a built-in of the
-same handle).
+directive text (never empty) by handle that adds to them (and replaces a
+built-in of the same handle).
 
 The root node is the manager; it runs as agentrt supervise's manager does
 (--manager-script with the scripted provider, without one a plan that
