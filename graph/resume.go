@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"iter"
+	"maps"
 	"slices"
 	"strings"
 
@@ -19,6 +20,9 @@ import (
 type journaledRow struct {
 	LedgerRow
 	Charged bool `json:"charged,omitzero"`
+	// Analyst is the analyst node worker whose findings the row
+	// routes; "" for every other row.
+	Analyst supervise.NodeID `json:"analyst,omitzero"`
 }
 
 // decodeJournaledRow decodes an edge record's data. A record without a
@@ -77,6 +81,9 @@ func (r *run) restore(ctx context.Context, c *supervise.Coordinator) error {
 				if jr.Kind == Delegates && jr.Charged {
 					rowed[jr.WorkerID] = true
 				}
+				if jr.Analyst != "" {
+					rowed[jr.Analyst] = true
+				}
 				r.ledger = append(r.ledger, jr.LedgerRow)
 				r.count[jr.Edge] = max(r.count[jr.Edge], jr.Traversal)
 				if jr.Charged {
@@ -102,6 +109,23 @@ func (r *run) restore(ctx context.Context, c *supervise.Coordinator) error {
 	for _, rec := range spawned {
 		if !rowed[rec.Node] {
 			r.recordLocked(ctx, c, r.lostSpawnRow(rec), true)
+		}
+	}
+	// An analyst node the dead process left running, whose outcome the
+	// resume cannot recover (in doubt), will route no findings: its
+	// traversal, charged at its spawn, is ledgered unpropagated now,
+	// once (the row names it), rather than missing from the ledger.
+	for _, id := range slices.Sorted(maps.Keys(r.analystRuns)) {
+		if rowed[id] {
+			continue
+		}
+		if o, ok := nodeOf(c, id); ok && o.InDoubt {
+			ar := r.analystRuns[id]
+			e := ar.edge
+			row := LedgerRow{Edge: e.ID(), Kind: Analyzes, From: strings.Join(e.Over, "+"), To: e.To, Directive: e.Directive,
+				Continuity: ContinuitySteer, Outcome: OutcomeUnpropagated, WorkerID: ar.source,
+				Reason: "analyst worker " + string(id) + " is in doubt after the restart; its findings are lost"}
+			r.journalLocked(ctx, c, journaledRow{LedgerRow: row, Analyst: id})
 		}
 	}
 	if !fixed {
@@ -131,7 +155,7 @@ func (r *run) restoreSpawn(rec supervise.Record) (worker bool) {
 		return true
 	}
 	if e, ok := r.analyzeBy[rec.Profile]; ok && !r.lenses[rec.Profile] {
-		r.analystRuns[rec.Node] = analystRun{edge: e}
+		r.analystRuns[rec.Node] = analystRun{edge: e, source: analysisSource(r.directive(e), rec.Task)}
 		r.spent[e.ID()]++
 	}
 	return false
