@@ -82,7 +82,7 @@ func (r *run) restore(ctx context.Context, c *supervise.Coordinator) error {
 					rowed[jr.WorkerID] = true
 				}
 				if jr.Analyst != "" {
-					rowed[jr.Analyst] = true
+					r.analysed[jr.Analyst] = true
 				}
 				r.ledger = append(r.ledger, jr.LedgerRow)
 				r.count[jr.Edge] = max(r.count[jr.Edge], jr.Traversal)
@@ -111,23 +111,7 @@ func (r *run) restore(ctx context.Context, c *supervise.Coordinator) error {
 			r.recordLocked(ctx, c, r.lostSpawnRow(rec), true)
 		}
 	}
-	// An analyst node the dead process left running, whose outcome the
-	// resume cannot recover (in doubt), will route no findings: its
-	// traversal, charged at its spawn, is ledgered unpropagated now,
-	// once (the row names it), rather than missing from the ledger.
-	for _, id := range slices.Sorted(maps.Keys(r.analystRuns)) {
-		if rowed[id] {
-			continue
-		}
-		if o, ok := nodeOf(c, id); ok && o.InDoubt {
-			ar := r.analystRuns[id]
-			e := ar.edge
-			row := LedgerRow{Edge: e.ID(), Kind: Analyzes, From: strings.Join(e.Over, "+"), To: e.To, Directive: e.Directive,
-				Continuity: ContinuitySteer, Outcome: OutcomeUnpropagated, WorkerID: ar.source,
-				Reason: "analyst worker " + string(id) + " is in doubt after the restart; its findings are lost"}
-			r.journalLocked(ctx, c, journaledRow{LedgerRow: row, Analyst: id})
-		}
-	}
+	r.ledgerInDoubtAnalystsLocked(ctx, c)
 	if !fixed {
 		// A new run (or one whose journal predates topology records)
 		// journals what it runs, for its resume to hold it to.
@@ -140,6 +124,30 @@ func (r *run) restore(ctx context.Context, c *supervise.Coordinator) error {
 		}
 	}
 	return nil
+}
+
+// ledgerInDoubtAnalystsLocked ledgers each analyst node worker the dead
+// process left running whose outcome the resume cannot recover (in
+// doubt): it will route no findings, so its traversal, charged at its
+// spawn, is ledgered unpropagated, once (the row names it), rather than
+// missing from the ledger. Supervise marks a worker in doubt while it
+// replays the journal (no execution journaled) or after OnResume (an
+// execution it cannot recover), so this runs from restore and again
+// when the brain starts. r.mu is held.
+func (r *run) ledgerInDoubtAnalystsLocked(ctx context.Context, c *supervise.Coordinator) {
+	for _, id := range slices.Sorted(maps.Keys(r.analystRuns)) {
+		if r.analysed[id] {
+			continue
+		}
+		if o, ok := nodeOf(c, id); ok && o.InDoubt {
+			ar := r.analystRuns[id]
+			e := ar.edge
+			row := LedgerRow{Edge: e.ID(), Kind: Analyzes, From: strings.Join(e.Over, "+"), To: e.To, Directive: e.Directive,
+				Continuity: ContinuitySteer, Outcome: OutcomeUnpropagated, WorkerID: ar.source,
+				Reason: "analyst worker " + string(id) + " is in doubt after the restart; its findings are lost"}
+			r.journalLocked(ctx, c, journaledRow{LedgerRow: row, Analyst: id})
+		}
+	}
 }
 
 // restoreSpawn binds a journaled spawn to its graph node; r.mu is held.

@@ -123,7 +123,7 @@ func RunGraph(ctx context.Context, g Graph, o Options) (GraphResult, error) {
 		return GraphResult{}, err
 	}
 	r := &run{plan: pl, opts: o, check: g.Deliverable, logger: logger, topo: topo, count: map[string]int{}, spent: map[string]int{},
-		bound: map[string][]supervise.NodeID{}, analystRuns: map[supervise.NodeID]analystRun{}}
+		bound: map[string][]supervise.NodeID{}, analystRuns: map[supervise.NodeID]analystRun{}, analysed: map[supervise.NodeID]bool{}}
 	so := o.Supervise
 	so.Budget = *g.Budget
 	so.Deliverable = supervise.Deliverable{Check: r.checkOutput, Describe: g.Deliverable.Describe}
@@ -198,6 +198,8 @@ type run struct {
 	exhaustedDelegates []string
 	bound              map[string][]supervise.NodeID // node → its workers, in spawn order
 	analystRuns        map[supervise.NodeID]analystRun
+	// analysed are the analyst node workers whose findings a row routes.
+	analysed map[supervise.NodeID]bool
 }
 
 // analystRun is an analyst worker: its edge and the worker it analyzes.
@@ -244,6 +246,11 @@ func (r *run) drive(ctx context.Context, c *supervise.Coordinator, task string) 
 	if err := r.bind(ctx, c); err != nil {
 		return supervise.BrainReport{}, err
 	}
+	r.spawnMu.Lock()
+	r.mu.Lock()
+	r.ledgerInDoubtAnalystsLocked(ctx, c)
+	r.mu.Unlock()
+	r.spawnMu.Unlock()
 	d := &Driver{r: r, c: c}
 	if r.opts.Brain != nil {
 		return r.opts.Brain.Drive(ctx, d, task)
@@ -311,6 +318,9 @@ func (r *run) journalLocked(ctx context.Context, c *supervise.Coordinator, jr jo
 		r.spent[row.Edge]++
 	}
 	r.ledger = append(r.ledger, row)
+	if jr.Analyst != "" {
+		r.analysed[jr.Analyst] = true
+	}
 	if c != nil {
 		v, err := canonjson.ToValue(jr)
 		if err == nil {
