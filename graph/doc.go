@@ -38,9 +38,10 @@
 // workers; the graph restores its ledger, traversal counts, spent and
 // exhausted caps from the journal's edge records (each records whether
 // it spent a traversal), so settled nodes and completed analyses are not
-// run again and no cap starts afresh; an analyst node the dead process
-// left running whose outcome cannot be recovered (in doubt) is ledgered
-// unpropagated, its charged traversal never missing from the ledger. The router root's conversation is
+// run again and no cap starts afresh; an analyst (node or lens) the dead
+// process left running whose outcome cannot be recovered (in doubt) is
+// ledgered unpropagated, its charged traversal never missing from the
+// ledger, and findings the journal shows routed are never routed again. The router root's conversation is
 // journaled turn by turn as a supervise router manager's is
 // (supervise.RouterBrain.DriveTools over the graph's verbs), so a
 // resumed root goes on from what it said and what its tools returned:

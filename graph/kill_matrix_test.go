@@ -36,10 +36,19 @@ func (e *countingExec) count(profile string) int {
 	return e.runs[profile]
 }
 
-// killMatrixRun runs driver → coder (analysed by the critic node, its
-// findings to the driver) → reviewer in dir, resuming what dir holds.
+// killMatrixScript answers the coder, the reviewer, the critic node and
+// a lens.
+const killMatrixScript = `{"turns": [
+  {"match": "ANALYST LENS", "repeat": true, "steps": [{"text": "finding: no test covers the nil session"}, {"usage": {"inputTokens": 3, "outputTokens": 2}, "mode": "delta"}]},
+  {"match": "Fix the failing test", "repeat": true, "steps": [{"text": "patch: login fixed."}, {"usage": {"inputTokens": 100, "outputTokens": 20}, "mode": "delta"}]},
+  {"match": "say what is risky", "repeat": true, "steps": [{"text": "patch is safe."}, {"usage": {"inputTokens": 50, "outputTokens": 10}, "mode": "delta"}]},
+  {"match": "unsafe changes", "repeat": true, "steps": [{"text": "finding: the patch skips a nil check"}, {"usage": {"inputTokens": 30, "outputTokens": 10}, "mode": "delta"}]}
+]}`
+
+// killMatrixRun runs driver → coder (analysed, the findings to the
+// driver) → reviewer in dir, resuming what dir holds.
 func killMatrixRun(t *testing.T, g graph.Graph, dir string) (graph.GraphResult, *countingExec, error) {
-	exec := &countingExec{inner: kernelWorkers(t, workerScript), runs: map[string]int{}}
+	exec := &countingExec{inner: kernelWorkers(t, killMatrixScript), runs: map[string]int{}}
 	o := options(t, exec, nil)
 	o.Supervise.Router, o.Supervise.RunDir, o.Supervise.Resume = nil, dir, true
 	o.Supervise.PerWorker.MicroUSD = nil
@@ -73,7 +82,21 @@ func killMatrixRun(t *testing.T, g graph.Graph, dir string) (graph.GraphResult, 
 // worker (an analyst the restart left in doubt is ledgered
 // unpropagated, never missing).
 func TestGraphResumesFromEveryJournalCutBehaviour46(t *testing.T) {
-	g := withCritic(t, "driver")
+	lens := starGraph(t)
+	lens.Edges = append(lens.Edges, graph.Edge{Kind: graph.Analyzes, Analyst: "failure-triage", Over: []string{"coder"}, To: "driver", Directive: "analyze/critic/v2"})
+	for _, tc := range []struct {
+		name    string
+		graph   graph.Graph
+		analyst string // the analyst workers' profile
+	}{
+		{name: "analyst node", graph: withCritic(t, "driver"), analyst: "critic"},
+		{name: "lens", graph: lens, analyst: "analyst-failure-triage"},
+	} {
+		t.Run(tc.name, func(t *testing.T) { resumeEveryCut(t, tc.graph, tc.analyst) })
+	}
+}
+
+func resumeEveryCut(t *testing.T, g graph.Graph, analyst string) {
 	g.Budget.MicroUSD = nil // an in-doubt worker's unmeasured dollars would refuse the rest
 	refDir := t.TempDir()
 	ref, _, err := killMatrixRun(t, g, refDir)
@@ -138,7 +161,7 @@ func TestGraphResumesFromEveryJournalCutBehaviour46(t *testing.T) {
 		critics := 0
 		for _, n := range res.Result.Tree {
 			switch n.Profile {
-			case "critic":
+			case analyst:
 				critics++
 			default:
 				if delegated[n.ID] != 1 {
@@ -147,7 +170,7 @@ func TestGraphResumesFromEveryJournalCutBehaviour46(t *testing.T) {
 			}
 		}
 		if analysts != critics || critics == 0 {
-			t.Errorf("%s: %d analyzes rows for %d analyst workers, want one each: %v", where, analysts, critics, ledgerRows(res.Ledger))
+			t.Errorf("%s: %d analyzes rows for %d analyst workers, want one each: %+v", where, analysts, critics, res.Ledger)
 		}
 	}
 }

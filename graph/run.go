@@ -123,7 +123,7 @@ func RunGraph(ctx context.Context, g Graph, o Options) (GraphResult, error) {
 		return GraphResult{}, err
 	}
 	r := &run{plan: pl, opts: o, check: g.Deliverable, logger: logger, topo: topo, count: map[string]int{}, spent: map[string]int{},
-		bound: map[string][]supervise.NodeID{}, analystRuns: map[supervise.NodeID]analystRun{}, analysed: map[supervise.NodeID]bool{}}
+		bound: map[string][]supervise.NodeID{}, analystRuns: map[supervise.NodeID]analystRun{}, lensRuns: map[supervise.NodeID]analystRun{}, lensBy: map[string]supervise.NodeID{}, analysed: map[supervise.NodeID]bool{}}
 	so := o.Supervise
 	so.Budget = *g.Budget
 	so.Deliverable = supervise.Deliverable{Check: r.checkOutput, Describe: g.Deliverable.Describe}
@@ -198,7 +198,12 @@ type run struct {
 	exhaustedDelegates []string
 	bound              map[string][]supervise.NodeID // node → its workers, in spawn order
 	analystRuns        map[supervise.NodeID]analystRun
-	// analysed are the analyst node workers whose findings a row routes.
+	// lensRuns are the lens analyst workers a resumed journal holds,
+	// lensBy the same by lensRunKey.
+	lensRuns map[supervise.NodeID]analystRun
+	lensBy   map[string]supervise.NodeID
+	// analysed are the analyst workers (node or lens) whose findings a
+	// row routes.
 	analysed map[supervise.NodeID]bool
 }
 
@@ -465,13 +470,11 @@ func (r *run) routeFindings(ctx context.Context, c *supervise.Coordinator, ar an
 	e := ar.edge
 	directive := r.directive(e)
 	row := LedgerRow{Edge: e.ID(), Kind: Analyzes, From: strings.Join(e.Over, "+"), To: e.To, Directive: e.Directive, Continuity: ContinuitySteer}
-	var analyst supervise.NodeID
-	if !r.lenses[e.Analyst] {
-		// The journal says whose findings the row routes, so that a
-		// resume tells an analysis that was routed from one the dead
-		// process left in flight.
-		analyst = out.Node
-	}
+	// The journal says whose findings the row routes (the analyst
+	// worker's, node or lens), so that a resume tells an analysis that
+	// was routed from one the dead process left in flight, and routes
+	// none twice.
+	analyst := out.Node
 	if e.To == r.root.ID {
 		row.WorkerID, row.Bytes, row.Outcome = ar.source, len(directive)+len(out.Text), OutcomeDelivered
 		if out.Text == "" {
@@ -501,7 +504,7 @@ func (r *run) routeFindings(ctx context.Context, c *supervise.Coordinator, ar an
 		return
 	}
 	instruction := compose(directive, out.Text)
-	if analyst != "" {
+	if !r.lenses[e.Analyst] {
 		// An analyst node's directive opened its own task: it told the
 		// analyst what to look for, and is no instruction to the
 		// destination worker, which gets the bare findings.
@@ -512,8 +515,8 @@ func (r *run) routeFindings(ctx context.Context, c *supervise.Coordinator, ar an
 
 // steer authorizes and delivers an instruction to a live worker and
 // ledgers the traversal: stripped when authorization narrowed it.
-// analyst is the analyst node worker whose findings the steer routes
-// ("" for a root's steer or a lens's findings).
+// analyst is the analyst worker whose findings the steer routes ("" for
+// a root's steer).
 func (r *run) steer(ctx context.Context, c *supervise.Coordinator, row LedgerRow, dest supervise.NodeID, node, instruction string, interrupt bool, analyst supervise.NodeID) (supervise.SteerResult, error) {
 	row.WorkerID = dest
 	charge := row.Kind == Delegates // steers consume the delegates edge's future spawns
