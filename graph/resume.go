@@ -20,8 +20,8 @@ import (
 type journaledRow struct {
 	LedgerRow
 	Charged bool `json:"charged,omitzero"`
-	// Analyst is the analyst node worker whose findings the row
-	// routes; "" for every other row.
+	// Analyst is the analyst worker (an analyst node's or a lens's)
+	// whose findings the row routes; "" for every other row.
 	Analyst supervise.NodeID `json:"analyst,omitzero"`
 }
 
