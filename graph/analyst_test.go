@@ -3,6 +3,8 @@ package graph_test
 import (
 	"context"
 	"errors"
+	"slices"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -126,9 +128,13 @@ func TestAnalyzesCapLedgersUnpropagated(t *testing.T) {
 
 // Findings destined for a worker node are steered into its live worker
 // (ledgered with the destination), or unpropagated when none is live.
+// An analyst node's directive opened the analyst's own task, so what is
+// steered into the destination is the bare findings (as the reference's
+// runGraph: "the directive was the analyst's task"), never the analyst's
+// instructions: the live worker is not told to act as the analyst.
 func TestAnalystFindingsRoutedToAWorkerNode(t *testing.T) {
 	g := withCritic(t, "reviewer")
-	workers := &inboxWorkers{}
+	workers := &recordingWorkers{}
 	o := options(t, workers, nil)
 	o.Supervise.Router = nil
 	o.Brain = graph.BrainFunc(func(ctx context.Context, d *graph.Driver, _ string) (supervise.BrainReport, error) {
@@ -154,10 +160,37 @@ func TestAnalystFindingsRoutedToAWorkerNode(t *testing.T) {
 	last := res.Ledger[len(res.Ledger)-1]
 	findings := "patch per: the patch skips a nil check"
 	want := graph.LedgerRow{Edge: "analyzes:critic:coder->reviewer", Kind: graph.Analyzes, From: "coder", To: "reviewer", Directive: "analyze/critic/v2",
-		Traversal: 1, Outcome: graph.OutcomeDelivered, Continuity: graph.ContinuitySteer, Bytes: len(critDirective) + 2 + len(findings), WorkerID: "g:s1"}
+		Traversal: 1, Outcome: graph.OutcomeDelivered, Continuity: graph.ContinuitySteer, Bytes: len(findings), WorkerID: "g:s1"}
 	if diff := cmp.Diff(want, last); diff != "" {
 		t.Errorf("routed row (-want +got):\n%s", diff)
 	}
+	if diff := cmp.Diff([]string{findings}, workers.delivered("g:s1")); diff != "" {
+		t.Errorf("steered into the reviewer (-want +got):\n%s", diff)
+	}
+}
+
+// recordingWorkers are inboxWorkers that keep every message delivered,
+// by worker.
+type recordingWorkers struct {
+	inboxWorkers
+	mu   sync.Mutex
+	msgs map[supervise.NodeID][]string
+}
+
+func (w *recordingWorkers) Deliver(ctx context.Context, node supervise.NodeID, msg string) bool {
+	w.mu.Lock()
+	if w.msgs == nil {
+		w.msgs = map[supervise.NodeID][]string{}
+	}
+	w.msgs[node] = append(w.msgs[node], msg)
+	w.mu.Unlock()
+	return w.inboxWorkers.Deliver(ctx, node, msg)
+}
+
+func (w *recordingWorkers) delivered(node supervise.NodeID) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.msgs[node])
 }
 
 // §3.7 edge ledger: a traversal across which nothing crossed is ledgered

@@ -67,10 +67,19 @@ func BenchmarkDecodeWorstCases(b *testing.B) {
 			return `{"nodes": [{"id": "a"}, {"id": "b"}], "edges": [{"kind": "delegates", "from": "a", "to": "b", "directive": "` +
 				strings.Repeat("x", n) + `"}], "budget": {"maxTokens": 1, "maxIterations": 1}}`
 		},
+		// one node id of n bytes
+		"huge id": func(n int) string {
+			return `{"nodes": [{"id": "` + strings.Repeat("i", n) + `", "profile": {"name": "b"}}], "edges": [], "budget": {"maxTokens": 1, "maxIterations": 1}}`
+		},
+		// one analyzes edge over n nodes
+		"long over": func(n int) string {
+			return `{"nodes": [], "edges": [{"kind": "analyzes", "analyst": "x", "to": "y", "directive": "analyze/v1", "over": [` +
+				strings.Repeat(`"a",`, n) + `"b"]}], "budget": {"maxTokens": 1, "maxIterations": 1}}`
+		},
 	}
 	sizes := map[string][2]int{"resources": {1e4, 1e5}, "nodes": {1e3, 1e4}, "duplicate keys": {1e4, 1e5},
-		"deep nesting": {1e3, 1e4}, "huge string": {1e6, 1e7}}
-	for _, name := range []string{"resources", "nodes", "duplicate keys", "deep nesting", "huge string"} {
+		"deep nesting": {1e3, 1e4}, "huge string": {1e6, 1e7}, "huge id": {1e6, 1e7}, "long over": {1e4, 1e5}}
+	for _, name := range []string{"resources", "nodes", "duplicate keys", "deep nesting", "huge string", "huge id", "long over"} {
 		for _, n := range sizes[name] {
 			doc := []byte(cases[name](n))
 			b.Run(fmt.Sprintf("%s/n=%d", name, n), func(b *testing.B) {

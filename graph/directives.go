@@ -96,8 +96,9 @@ func (r *Registry) Len() int {
 // DecodeDirectives reads a directives document: one JSON object of
 // directive text by handle, {"<surface>/v<n>": "text", …}, at most
 // MaxDirectivesLen bytes. It is strict: anything but an object of
-// strings, a handle that is not ValidHandle, or a handle given twice is a
-// *ValidationError whose Path names it (directives["h"]). Registry.With
+// strings, a handle that is not ValidHandle, a text that is only white
+// space, or a handle given twice is a *ValidationError whose Path names
+// it (directives["h"]). Registry.With
 // adds the result to a registry.
 func DecodeDirectives(data []byte) (map[string]string, error) {
 	if len(data) > MaxDirectivesLen {
@@ -118,8 +119,8 @@ func DecodeDirectives(data []byte) (map[string]string, error) {
 		if _, dup := out[h]; dup {
 			return nil, invalid(p, "is given twice")
 		}
-		if !ValidHandle(h) {
-			return nil, invalid(p, "a directive handle is <surface>/v<n>")
+		if reason := checkDirective(h, "-"); reason != "" {
+			return nil, invalid(p, "%s", reason)
 		}
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
@@ -128,6 +129,9 @@ func DecodeDirectives(data []byte) (map[string]string, error) {
 		var text string
 		if raw[0] != '"' || json.Unmarshal(raw, &text) != nil {
 			return nil, invalid(p, "is not a string of directive text")
+		}
+		if reason := checkDirective(h, text); reason != "" {
+			return nil, invalid(p, "%s", reason)
 		}
 		out[h] = text
 	}

@@ -53,6 +53,10 @@ func TestRegistryWith(t *testing.T) {
 		{name: "overrides", entries: map[string]string{"delegate/v1": "Mine."}, handle: "delegate/v1", want: "Mine."},
 		{name: "keeps", entries: nil, handle: "analyze/v1", want: mustResolve(t, base, "analyze/v1")},
 		{name: "bad handle", entries: map[string]string{"delegate/v1": "ok", "Delegate": "x", "z/v0": "y"}, badPath: `registry["Delegate"]`},
+		// The reference refuses a directive with no text: the edge would
+		// cross nothing while the ledger names a directive.
+		{name: "no text", entries: map[string]string{"delegate/coder/v1": ""}, badPath: `registry["delegate/coder/v1"]`},
+		{name: "blank text", entries: map[string]string{"delegate/coder/v1": " \n\t"}, badPath: `registry["delegate/coder/v1"]`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := base.With(tc.entries)
@@ -130,7 +134,9 @@ func TestDecodeDirectives(t *testing.T) {
 		want      map[string]string
 		path      string
 	}{
-		{name: "object", doc: `{"delegate/coder/v1": "Code.", "analyze/v2": ""}`, want: map[string]string{"delegate/coder/v1": "Code.", "analyze/v2": ""}},
+		{name: "object", doc: `{"delegate/coder/v1": "Code.", "analyze/v2": "Look."}`, want: map[string]string{"delegate/coder/v1": "Code.", "analyze/v2": "Look."}},
+		{name: "no text", doc: `{"delegate/coder/v1": "Code.", "analyze/v2": ""}`, path: `directives["analyze/v2"]`},
+		{name: "blank text", doc: `{"analyze/v2": "  \n"}`, path: `directives["analyze/v2"]`},
 		{name: "empty", doc: ` {} `, want: map[string]string{}},
 		{name: "array", doc: `["delegate/v1"]`, path: "directives"},
 		{name: "null", doc: `null`, path: "directives"},

@@ -26,10 +26,11 @@
 // spawns the analyst node's pinned profile with the edge's directive and
 // that output as its task, or runs the lens over that worker
 // (supervise's run_analyst: a keyed analyst worker charged to the one
-// pool); the analyst's output is the findings, delivered with the edge's
-// directive to the root (as a "finding" event from Await) or steered
-// into the live worker of the destination node. Findings are never a
-// deliverable.
+// pool); the analyst's output is the findings, delivered to the root (as
+// a "finding" event from Await) or steered into the live worker of the
+// destination node — a lens's opened by the edge's directive, an analyst
+// node's bare, since the directive opened the analyst's own task and
+// instructs no one else. Findings are never a deliverable.
 //
 // Resume: with Supervise.RunDir (or Supervise.SpawnStore and RunID, the
 // journal kept in a run store under a lease) and Supervise.Resume,
@@ -37,7 +38,10 @@
 // workers; the graph restores its ledger, traversal counts, spent and
 // exhausted caps from the journal's edge records (each records whether
 // it spent a traversal), so settled nodes and completed analyses are not
-// run again and no cap starts afresh. The router root's conversation is
+// run again and no cap starts afresh; an analyst (node or lens) the dead
+// process left running whose outcome cannot be recovered (in doubt) is
+// ledgered unpropagated, its charged traversal never missing from the
+// ledger, and findings the journal shows routed are never routed again. The router root's conversation is
 // journaled turn by turn as a supervise router manager's is
 // (supervise.RouterBrain.DriveTools over the graph's verbs), so a
 // resumed root goes on from what it said and what its tools returned:

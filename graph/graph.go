@@ -1,7 +1,6 @@
 package graph
 
 import (
-	"fmt"
 	"maps"
 	"regexp"
 	"slices"
@@ -118,19 +117,34 @@ type Registry struct {
 }
 
 // NewRegistry builds a registry from handle → text; every handle must be
-// ValidHandle (a *ValidationError names the first that is not, in handle
-// order). It holds only entries: BuiltinRegistry().With(entries) adds
-// them to the built-in directives.
+// ValidHandle and every text more than white space (a *ValidationError
+// names the first entry that is not, in handle order). It holds only
+// entries: BuiltinRegistry().With(entries) adds them to the built-in
+// directives.
 func NewRegistry(entries map[string]string) (*Registry, error) {
 	r := &Registry{text: make(map[string]string, len(entries))}
 	for _, h := range slices.Sorted(maps.Keys(entries)) {
 		t := entries[h]
-		if !ValidHandle(h) {
-			return nil, &ValidationError{Path: "registry[" + fmt.Sprintf("%q", h) + "]", Reason: "a directive handle is <surface>/v<n>"}
+		if reason := checkDirective(h, t); reason != "" {
+			return nil, &ValidationError{Path: "registry[" + strconv.Quote(h) + "]", Reason: reason}
 		}
 		r.text[h] = t
 	}
 	return r, nil
+}
+
+// checkDirective says why handle h with text t is no directive, or "".
+// A directive without text is refused as the reference's registry
+// refuses it: its edge would ledger a directive while nothing crossed
+// (the silent-substitution failure the ledger exists to expose).
+func checkDirective(h, t string) string {
+	switch {
+	case !ValidHandle(h):
+		return "a directive handle is <surface>/v<n>"
+	case strings.TrimSpace(t) == "":
+		return "the directive has no text; a directive is the text its edge delivers"
+	}
+	return ""
 }
 
 // Resolve returns the text of handle h.

@@ -241,3 +241,55 @@ func TestCapExhaustedButAbortedReturnsNormally(t *testing.T) {
 		t.Errorf("reason %s, exhausted %v", res.Result.Reason, res.ExhaustedEdges)
 	}
 }
+
+// §3.7 "a lifecycle no-winner (aborted/budget) returns normally", and
+// the reference's docs: result.exhaustedEdges is read always, since
+// GraphEdgeCapError throws only on a no-winner, non-lifecycle ending — a
+// budget-exhausted run returns normally with its exhausted caps listed.
+// Here the coder edge's cap is spent and refuses a re-spawn, then the
+// pool refuses the reviewer: the budget, not the cap, ended the run.
+func TestCapExhaustedButBudgetExhaustedReturnsNormally(t *testing.T) {
+	g := starGraph(t)
+	g.Edges[0].MaxTraversals = new(1)
+	g.Budget.Iterations = i64(1) // one worker's reservation
+	g.Deliverable = supervise.Deliverable{Check: failing}
+	o := options(t, kernelWorkers(t, workerScript), nil)
+	o.Supervise.Router = nil
+	var codes []string
+	o.Brain = graph.BrainFunc(func(ctx context.Context, d *graph.Driver, _ string) (supervise.BrainReport, error) {
+		if _, err := d.Spawn(ctx, supervise.SpawnArgs{Profile: "coder", Task: "Fix test_login."}); err != nil {
+			return supervise.BrainReport{}, err
+		}
+		if _, err := d.Await(ctx, supervise.AwaitArgs{TimeoutMS: 30000}); err != nil {
+			return supervise.BrainReport{}, err
+		}
+		for _, node := range []string{"coder", "reviewer"} {
+			_, err := d.Spawn(ctx, supervise.SpawnArgs{Profile: node, Task: "Fix test_login, again."})
+			var vr *supervise.VerbRefusal
+			if errors.As(err, &vr) {
+				codes = append(codes, vr.Code)
+			} else {
+				code, _ := supervise.CodeOf(err)
+				codes = append(codes, string(code))
+			}
+		}
+		return supervise.BrainReport{}, nil
+	})
+	res, err := graph.RunGraph(context.Background(), g, o)
+	if err != nil {
+		t.Fatalf("err = %v, want a normal return: the budget ended the run", err)
+	}
+	if diff := cmp.Diff([]string{"edge-cap-exhausted", string(supervise.CodeBudgetExhausted)}, codes); diff != "" {
+		t.Errorf("refusals (-want +got):\n%s", diff)
+	}
+	if res.Result.Status != supervise.StatusNoWinner || res.Result.Reason != supervise.ReasonBudgetExhausted {
+		t.Errorf("result %s/%s, want no-winner/budget-exhausted", res.Result.Status, res.Result.Reason)
+	}
+	if diff := cmp.Diff([]string{"delegates:driver->coder"}, res.ExhaustedEdges); diff != "" {
+		t.Errorf("exhausted (-want +got):\n%s", diff)
+	}
+	want := []string{"1 delivered fresh g:s1", "2 unpropagated fresh ", "1 unpropagated fresh "}
+	if diff := cmp.Diff(want, rowsOf(res.Ledger)); diff != "" {
+		t.Errorf("ledger (-want +got):\n%s", diff)
+	}
+}

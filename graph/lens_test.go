@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -139,5 +140,82 @@ func TestAnalyzesEdgeNamesACallerLens(t *testing.T) {
 	o.Supervise.Analysts = []supervise.Lens{lens}
 	if err := graph.Validate(g, o); err != nil {
 		t.Fatalf("a caller lens: %v", err)
+	}
+}
+
+// byProfile runs the workers of the named profiles on live, the rest on
+// rest.
+type byProfile struct {
+	live  *recordingWorkers
+	names map[string]bool
+	rest  supervise.Executor
+}
+
+func (b byProfile) Execute(ctx context.Context, work supervise.Work) (supervise.WorkResult, error) {
+	if work.Profile != nil && work.Profile.Name != nil && b.names[*work.Profile.Name] {
+		return b.live.Execute(ctx, work)
+	}
+	return b.rest.Execute(ctx, work)
+}
+
+func (b byProfile) Deliver(ctx context.Context, node supervise.NodeID, msg string) bool {
+	return b.live.Deliver(ctx, node, msg)
+}
+
+func (byProfile) ReportsUsage() bool { return true }
+
+// §3.7 analyzes edges: a registry lens's findings destined for a worker
+// node reach its live worker as a steer opened by the edge's directive
+// (the reference's "routes findings to a live WORKER as an authorized
+// steer"), ledgered delivered with the DESTINATION worker and the bytes
+// that crossed.
+func TestLensFindingsRoutedToALiveWorkerNode(t *testing.T) {
+	g := starGraph(t)
+	g.Edges = append(g.Edges, graph.Edge{Kind: graph.Analyzes, Analyst: "failure-triage", Over: []string{"coder"}, To: "reviewer", Directive: "analyze/critic/v2"})
+	live := &recordingWorkers{}
+	o := options(t, byProfile{live: live, names: map[string]bool{"reviewer": true}, rest: kernelWorkers(t, lensScript)}, nil)
+	o.Supervise.Router = nil
+	o.Brain = graph.BrainFunc(func(ctx context.Context, d *graph.Driver, _ string) (supervise.BrainReport, error) {
+		for _, n := range []string{"reviewer", "coder"} {
+			if _, err := d.Spawn(ctx, supervise.SpawnArgs{Profile: n, Task: "Fix test_login."}); err != nil {
+				return supervise.BrainReport{}, err
+			}
+		}
+		// The coder settles, the lens runs over it, its findings release
+		// the reviewer, which settles.
+		for range 4 {
+			ev, err := d.Await(ctx, supervise.AwaitArgs{TimeoutMS: 30000})
+			if err != nil {
+				return supervise.BrainReport{}, err
+			}
+			if ev.Event != nil && ev.Event.Kind == "settled" && ev.Event.WorkerID == "g:s1" {
+				break
+			}
+		}
+		return supervise.BrainReport{}, nil
+	})
+	res, err := graph.RunGraph(context.Background(), g, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []graph.LedgerRow
+	for _, r := range res.Ledger {
+		if r.Kind == graph.Analyzes {
+			got = append(got, r)
+		}
+	}
+	steered := critDirective + "\n\n" + lensFindings
+	want := []graph.LedgerRow{{Edge: "analyzes:failure-triage:coder->reviewer", Kind: graph.Analyzes, From: "coder", To: "reviewer",
+		Directive: "analyze/critic/v2", Traversal: 1, Outcome: graph.OutcomeDelivered, Continuity: graph.ContinuitySteer,
+		Bytes: len(steered), WorkerID: "g:s1"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("analyzes rows (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{steered}, live.delivered("g:s1")); diff != "" {
+		t.Errorf("steered into the reviewer (-want +got):\n%s", diff)
+	}
+	i := slices.IndexFunc(res.Result.Tree, func(n supervise.WorkerSummary) bool { return n.ID == "g:s1" })
+	if i < 0 || res.Result.Tree[i].State != supervise.StateDone {
+		t.Errorf("reviewer g:s1 in %+v: want done, released by the findings", res.Result.Tree)
 	}
 }

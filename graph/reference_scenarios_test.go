@@ -115,6 +115,8 @@ func TestContinuityRefusalsAreNotTraversals(t *testing.T) {
 		drive func(ctx context.Context, d *graph.Driver, w *resumingWorkers) (supervise.Code, error)
 		want  []string
 		code  supervise.Code
+		// resumeEdge gives the coder edge continuity resume.
+		resumeEdge bool
 	}{
 		{name: "resume with no prior", code: supervise.CodeResumeNoPrior, want: nil,
 			drive: func(ctx context.Context, d *graph.Driver, _ *resumingWorkers) (supervise.Code, error) {
@@ -128,6 +130,20 @@ func TestContinuityRefusalsAreNotTraversals(t *testing.T) {
 					return "", err
 				}
 				_, err := d.Spawn(ctx, supervise.SpawnArgs{Profile: "coder", Task: "shot 2", Continuity: graph.ContinuityResume})
+				c, _ := supervise.CodeOf(err)
+				if _, err := d.Steer(ctx, supervise.SteerArgs{WorkerID: "g:s1", Instruction: "deliver"}); err != nil {
+					return c, err
+				}
+				_, err = d.Await(ctx, supervise.AwaitArgs{TimeoutMS: 30000})
+				return c, err
+			}},
+		{name: "the edge's resume while live", code: supervise.CodeResumeWhileLive, resumeEdge: true, want: []string{"1 delivered fresh g:s1", "2 delivered steer g:s1"},
+			drive: func(ctx context.Context, d *graph.Driver, _ *resumingWorkers) (supervise.Code, error) {
+				if _, err := d.Spawn(ctx, supervise.SpawnArgs{Profile: "coder", Task: "shot 1"}); err != nil {
+					return "", err
+				}
+				// No continuity on the call: the edge's resume applies.
+				_, err := d.Spawn(ctx, supervise.SpawnArgs{Profile: "coder", Task: "shot 2 while shot 1 is live"})
 				c, _ := supervise.CodeOf(err)
 				if _, err := d.Steer(ctx, supervise.SteerArgs{WorkerID: "g:s1", Instruction: "deliver"}); err != nil {
 					return c, err
@@ -160,7 +176,11 @@ func TestContinuityRefusalsAreNotTraversals(t *testing.T) {
 				code, err = tc.drive(ctx, d, workers)
 				return supervise.BrainReport{}, err
 			})
-			res, err := graph.RunGraph(context.Background(), starGraph(t), o)
+			g := starGraph(t)
+			if tc.resumeEdge {
+				g.Edges[0].Continuity = graph.ContinuityResume
+			}
+			res, err := graph.RunGraph(context.Background(), g, o)
 			if err != nil {
 				t.Fatal(err)
 			}

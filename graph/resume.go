@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"iter"
+	"maps"
 	"slices"
 	"strings"
 
@@ -19,6 +20,9 @@ import (
 type journaledRow struct {
 	LedgerRow
 	Charged bool `json:"charged,omitzero"`
+	// Analyst is the analyst worker (an analyst node's or a lens's)
+	// whose findings the row routes; "" for every other row.
+	Analyst supervise.NodeID `json:"analyst,omitzero"`
 }
 
 // decodeJournaledRow decodes an edge record's data. A record without a
@@ -77,6 +81,9 @@ func (r *run) restore(ctx context.Context, c *supervise.Coordinator) error {
 				if jr.Kind == Delegates && jr.Charged {
 					rowed[jr.WorkerID] = true
 				}
+				if jr.Analyst != "" {
+					r.analysed[jr.Analyst] = true
+				}
 				r.ledger = append(r.ledger, jr.LedgerRow)
 				r.count[jr.Edge] = max(r.count[jr.Edge], jr.Traversal)
 				if jr.Charged {
@@ -104,6 +111,7 @@ func (r *run) restore(ctx context.Context, c *supervise.Coordinator) error {
 			r.recordLocked(ctx, c, r.lostSpawnRow(rec), true)
 		}
 	}
+	r.ledgerInDoubtAnalystsLocked(ctx, c)
 	if !fixed {
 		// A new run (or one whose journal predates topology records)
 		// journals what it runs, for its resume to hold it to.
@@ -118,11 +126,42 @@ func (r *run) restore(ctx context.Context, c *supervise.Coordinator) error {
 	return nil
 }
 
+// ledgerInDoubtAnalystsLocked ledgers each analyst worker (node or lens) the dead
+// process left running whose outcome the resume cannot recover (in
+// doubt): it will route no findings, so its traversal, charged at its
+// spawn, is ledgered unpropagated, once (the row names it), rather than
+// missing from the ledger. Supervise marks a worker in doubt while it
+// replays the journal (no execution journaled) or after OnResume (an
+// execution it cannot recover), so this runs from restore and again
+// when the brain starts. r.mu is held.
+func (r *run) ledgerInDoubtAnalystsLocked(ctx context.Context, c *supervise.Coordinator) {
+	runs := maps.Clone(r.analystRuns)
+	maps.Copy(runs, r.lensRuns)
+	for _, id := range slices.Sorted(maps.Keys(runs)) {
+		if r.analysed[id] {
+			continue
+		}
+		if o, ok := nodeOf(c, id); ok && o.InDoubt {
+			ar := runs[id]
+			e := ar.edge
+			row := LedgerRow{Edge: e.ID(), Kind: Analyzes, From: strings.Join(e.Over, "+"), To: e.To, Directive: e.Directive,
+				Continuity: ContinuitySteer, Outcome: OutcomeUnpropagated, WorkerID: ar.source,
+				Reason: "analyst worker " + string(id) + " is in doubt after the restart; its findings are lost"}
+			r.journalLocked(ctx, c, journaledRow{LedgerRow: row, Analyst: id})
+		}
+	}
+}
+
+// lensRunKey keys the lens run of edge e over worker source.
+func lensRunKey(e Edge, source supervise.NodeID) string { return e.ID() + "\x00" + string(source) }
+
 // restoreSpawn binds a journaled spawn to its graph node; r.mu is held.
 func (r *run) restoreSpawn(rec supervise.Record) (worker bool) {
-	if lens, _, ok := supervise.ParseAnalystKey(rec.Key); ok {
+	if lens, source, ok := supervise.ParseAnalystKey(rec.Key); ok {
 		if e, ok := r.analyzeBy[lens]; ok && r.lenses[lens] {
 			r.spent[e.ID()]++
+			r.lensRuns[rec.Node] = analystRun{edge: e, source: source}
+			r.lensBy[lensRunKey(e, source)] = rec.Node
 		}
 		return false
 	}
@@ -131,7 +170,7 @@ func (r *run) restoreSpawn(rec supervise.Record) (worker bool) {
 		return true
 	}
 	if e, ok := r.analyzeBy[rec.Profile]; ok && !r.lenses[rec.Profile] {
-		r.analystRuns[rec.Node] = analystRun{edge: e}
+		r.analystRuns[rec.Node] = analystRun{edge: e, source: analysisSource(r.directive(e), rec.Task)}
 		r.spent[e.ID()]++
 	}
 	return false
@@ -178,7 +217,13 @@ func (r *run) markExhaustedLocked(e Edge) {
 // routed along its edge.
 func (r *run) afterSettle(ctx context.Context, c *supervise.Coordinator, s supervise.Settled) {
 	if f := s.Finding; f != nil {
-		if e, ok := r.analyzeBy[f.Lens]; ok && r.lenses[f.Lens] {
+		r.mu.Lock()
+		routed := r.analysed[s.Node.ID]
+		r.mu.Unlock()
+		// A resumed run runs again the hook the dead process left
+		// unfinished: findings its journal shows routed are not routed
+		// twice.
+		if e, ok := r.analyzeBy[f.Lens]; ok && r.lenses[f.Lens] && !routed {
 			r.routeFindings(ctx, c, analystRun{edge: e, source: f.Source}, supervise.Output{Node: s.Node.ID, Text: f.Findings})
 		}
 		return
@@ -190,6 +235,15 @@ func (r *run) afterSettle(ctx context.Context, c *supervise.Coordinator, s super
 	r.analyze(ctx, c, s.Node.Profile, supervise.Output{Node: s.Node.ID, Text: s.Text})
 	for _, e := range r.analyzesOver[s.Node.Profile] {
 		if !r.lenses[e.Analyst] {
+			continue
+		}
+		r.mu.Lock()
+		id, journaled := r.lensBy[lensRunKey(e, s.Node.ID)]
+		ledgered := journaled && r.analysed[id]
+		r.mu.Unlock()
+		if ledgered {
+			// A resumed run's hook, run again: the journal holds this
+			// analysis's row (its findings routed, or lost in doubt).
 			continue
 		}
 		row := LedgerRow{Edge: e.ID(), Kind: Analyzes, From: strings.Join(e.Over, "+"), To: e.To, Directive: e.Directive,

@@ -123,7 +123,7 @@ func RunGraph(ctx context.Context, g Graph, o Options) (GraphResult, error) {
 		return GraphResult{}, err
 	}
 	r := &run{plan: pl, opts: o, check: g.Deliverable, logger: logger, topo: topo, count: map[string]int{}, spent: map[string]int{},
-		bound: map[string][]supervise.NodeID{}, analystRuns: map[supervise.NodeID]analystRun{}}
+		bound: map[string][]supervise.NodeID{}, analystRuns: map[supervise.NodeID]analystRun{}, lensRuns: map[supervise.NodeID]analystRun{}, lensBy: map[string]supervise.NodeID{}, analysed: map[supervise.NodeID]bool{}}
 	so := o.Supervise
 	so.Budget = *g.Budget
 	so.Deliverable = supervise.Deliverable{Check: r.checkOutput, Describe: g.Deliverable.Describe}
@@ -198,6 +198,13 @@ type run struct {
 	exhaustedDelegates []string
 	bound              map[string][]supervise.NodeID // node → its workers, in spawn order
 	analystRuns        map[supervise.NodeID]analystRun
+	// lensRuns are the lens analyst workers a resumed journal holds,
+	// lensBy the same by lensRunKey.
+	lensRuns map[supervise.NodeID]analystRun
+	lensBy   map[string]supervise.NodeID
+	// analysed are the analyst workers (node or lens) whose findings a
+	// row routes.
+	analysed map[supervise.NodeID]bool
 }
 
 // analystRun is an analyst worker: its edge and the worker it analyzes.
@@ -244,6 +251,11 @@ func (r *run) drive(ctx context.Context, c *supervise.Coordinator, task string) 
 	if err := r.bind(ctx, c); err != nil {
 		return supervise.BrainReport{}, err
 	}
+	r.spawnMu.Lock()
+	r.mu.Lock()
+	r.ledgerInDoubtAnalystsLocked(ctx, c)
+	r.mu.Unlock()
+	r.spawnMu.Unlock()
 	d := &Driver{r: r, c: c}
 	if r.opts.Brain != nil {
 		return r.opts.Brain.Drive(ctx, d, task)
@@ -285,22 +297,37 @@ func (r *run) routerDrive(ctx context.Context, d *Driver, task string) (supervis
 // record appends a ledger row with the edge's next ordinal, charges the
 // edge's cap when charge is set, and journals the row as an edge record.
 func (r *run) record(ctx context.Context, row LedgerRow, charge bool) LedgerRow {
+	return r.recordOf(ctx, journaledRow{LedgerRow: row, Charged: charge})
+}
+
+// recordOf is record of a row as journaled: with its analyst worker.
+func (r *run) recordOf(ctx context.Context, jr journaledRow) LedgerRow {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.recordLocked(ctx, r.coord, row, charge)
+	return r.journalLocked(ctx, r.coord, jr)
 }
 
 // recordLocked is record with r.mu held, journaling through c (nil:
 // not journaled).
 func (r *run) recordLocked(ctx context.Context, c *supervise.Coordinator, row LedgerRow, charge bool) LedgerRow {
+	return r.journalLocked(ctx, c, journaledRow{LedgerRow: row, Charged: charge})
+}
+
+// journalLocked is recordLocked of a row as journaled.
+func (r *run) journalLocked(ctx context.Context, c *supervise.Coordinator, jr journaledRow) LedgerRow {
+	row, charge := jr.LedgerRow, jr.Charged
 	r.count[row.Edge]++
 	row.Traversal = r.count[row.Edge]
+	jr.Traversal = row.Traversal
 	if charge {
 		r.spent[row.Edge]++
 	}
 	r.ledger = append(r.ledger, row)
+	if jr.Analyst != "" {
+		r.analysed[jr.Analyst] = true
+	}
 	if c != nil {
-		v, err := canonjson.ToValue(journaledRow{LedgerRow: row, Charged: charge})
+		v, err := canonjson.ToValue(jr)
 		if err == nil {
 			err = c.Note(context.WithoutCancel(ctx), supervise.KindEdge, row.WorkerID, v)
 		}
@@ -393,7 +420,7 @@ func (r *run) analyze(ctx context.Context, c *supervise.Coordinator, node string
 			r.record(ctx, row, false)
 			continue
 		}
-		task := compose(r.directive(e), fmt.Sprintf("Output of node %s (worker %s):\n%s", node, out.Node, out.Text))
+		task := compose(r.directive(e), analysisPayload(node, out.Node, out.Text))
 		r.spawnMu.Lock()
 		res, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: e.Analyst, Task: task, Label: e.Analyst})
 		if err == nil {
@@ -408,19 +435,52 @@ func (r *run) analyze(ctx context.Context, c *supervise.Coordinator, node string
 	}
 }
 
+// analysisPayload is what an analyst node's task gives it to analyze:
+// the output of worker of node.
+func analysisPayload(node string, worker supervise.NodeID, output string) string {
+	return fmt.Sprintf("Output of node %s (worker %s):\n%s", node, worker, output)
+}
+
+// analysisSource reads back the worker whose output an analyst node's
+// task (directive, then analysisPayload) gave it; "" when the task is
+// not one.
+func analysisSource(directive, task string) supervise.NodeID {
+	payload := strings.TrimPrefix(strings.TrimPrefix(task, directive), "\n\n")
+	rest, ok := strings.CutPrefix(payload, "Output of node ")
+	if !ok {
+		return ""
+	}
+	_, rest, ok = strings.Cut(rest, " (worker ")
+	if !ok {
+		return ""
+	}
+	worker, _, ok := strings.Cut(rest, "):\n")
+	if !ok {
+		return ""
+	}
+	return supervise.NodeID(worker)
+}
+
 // routeFindings delivers an analyst's findings: to the root they are a
-// finding event (ledgered with the source worker); to a worker node they
-// are steered into its latest live worker.
+// finding event (ledgered with the source worker, the edge's directive
+// counted with them); to a worker node they are steered into its latest
+// live worker — a lens's findings opened by the edge's directive, an
+// analyst node's bare (its directive opened its own task).
 func (r *run) routeFindings(ctx context.Context, c *supervise.Coordinator, ar analystRun, out supervise.Output) {
 	e := ar.edge
 	directive := r.directive(e)
 	row := LedgerRow{Edge: e.ID(), Kind: Analyzes, From: strings.Join(e.Over, "+"), To: e.To, Directive: e.Directive, Continuity: ContinuitySteer}
+	// The journal says whose findings the row routes (the analyst
+	// worker's, node or lens), so that a resume tells an analysis that
+	// was routed from one the dead process left in flight, and routes
+	// none twice.
+	analyst := out.Node
 	if e.To == r.root.ID {
 		row.WorkerID, row.Bytes, row.Outcome = ar.source, len(directive)+len(out.Text), OutcomeDelivered
 		if out.Text == "" {
 			row.Outcome, row.Reason = OutcomeEmpty, "the analyst returned no findings"
 		}
-		r.record(ctx, row, false)
+		r.recordOf(ctx, journaledRow{LedgerRow: row, Analyst: analyst})
 		return
 	}
 	var dest supervise.NodeID
@@ -435,28 +495,40 @@ func (r *run) routeFindings(ctx context.Context, c *supervise.Coordinator, ar an
 	}
 	if dest == "" {
 		row.Outcome, row.Reason = OutcomeUnpropagated, "no live worker of node "+e.To
-		r.record(ctx, row, false)
+		r.recordOf(ctx, journaledRow{LedgerRow: row, Analyst: analyst})
 		return
 	}
 	if out.Text == "" {
 		row.WorkerID, row.Outcome, row.Reason = dest, OutcomeEmpty, "the analyst returned no findings"
-		r.record(ctx, row, false)
+		r.recordOf(ctx, journaledRow{LedgerRow: row, Analyst: analyst})
 		return
 	}
-	r.steer(ctx, c, row, dest, e.To, compose(directive, out.Text), false)
+	instruction := compose(directive, out.Text)
+	if !r.lenses[e.Analyst] {
+		// An analyst node's directive opened its own task: it told the
+		// analyst what to look for, and is no instruction to the
+		// destination worker, which gets the bare findings.
+		instruction = out.Text
+	}
+	r.steer(ctx, c, row, dest, e.To, instruction, false, analyst)
 }
 
 // steer authorizes and delivers an instruction to a live worker and
 // ledgers the traversal: stripped when authorization narrowed it.
-func (r *run) steer(ctx context.Context, c *supervise.Coordinator, row LedgerRow, dest supervise.NodeID, node, instruction string, interrupt bool) (supervise.SteerResult, error) {
+// analyst is the analyst worker whose findings the steer routes ("" for
+// a root's steer).
+func (r *run) steer(ctx context.Context, c *supervise.Coordinator, row LedgerRow, dest supervise.NodeID, node, instruction string, interrupt bool, analyst supervise.NodeID) (supervise.SteerResult, error) {
 	row.WorkerID = dest
 	charge := row.Kind == Delegates // steers consume the delegates edge's future spawns
+	record := func(row LedgerRow, charge bool) {
+		r.recordOf(ctx, journaledRow{LedgerRow: row, Charged: charge, Analyst: analyst})
+	}
 	sent := instruction
 	if f := r.opts.AuthorizeMessage; f != nil {
 		narrowed, err := f(ctx, Message{WorkerID: dest, Node: node, Edge: row.Edge, Instruction: instruction})
 		if err != nil {
 			row.Outcome, row.Reason = OutcomeUnpropagated, "not authorized: "+err.Error()
-			r.record(ctx, row, charge)
+			record(row, charge)
 			return supervise.SteerResult{}, &supervise.VerbRefusal{Code: "message-not-authorized", Reason: err.Error()}
 		}
 		sent = narrowed
@@ -464,7 +536,7 @@ func (r *run) steer(ctx context.Context, c *supervise.Coordinator, row LedgerRow
 	res, err := c.Steer(ctx, supervise.SteerArgs{WorkerID: dest, Instruction: sent, Interrupt: interrupt})
 	if err != nil {
 		row.Outcome, row.Reason = OutcomeUnpropagated, err.Error()
-		r.record(ctx, row, false)
+		record(row, false)
 		return res, err
 	}
 	row.Bytes = len(sent)
@@ -478,7 +550,7 @@ func (r *run) steer(ctx context.Context, c *supervise.Coordinator, row LedgerRow
 	default:
 		row.Outcome = OutcomeDelivered
 	}
-	r.record(ctx, row, charge)
+	record(row, charge)
 	return res, nil
 }
 
@@ -594,7 +666,7 @@ func (d *Driver) Steer(ctx context.Context, a supervise.SteerArgs) (supervise.St
 		return supervise.SteerResult{}, &supervise.VerbRefusal{Code: "not-a-worker-node", Reason: fmt.Sprintf("worker %s runs %q, which is no worker node; analysts receive no work", a.WorkerID, o.Profile)}
 	}
 	row := LedgerRow{Edge: e.ID(), Kind: Delegates, From: e.From, To: e.To, Directive: e.Directive, Continuity: ContinuitySteer}
-	return d.r.steer(ctx, d.c, row, a.WorkerID, e.To, a.Instruction, a.Interrupt)
+	return d.r.steer(ctx, d.c, row, a.WorkerID, e.To, a.Instruction, a.Interrupt, "")
 }
 
 // Await returns the next event of the run (supervise's await_event); an

@@ -43,8 +43,8 @@ the built-in directives (agentrt graph directives lists them: delegate/v1,
 delegate/implement/v1, delegate/fix/v1, delegate/review/v1,
 delegate/research/v1, delegate/test/v1, analyze/v1, analyze/critique/v1,
 analyze/verify/v1) and those of --directives FILE, a JSON object of
-directive text by handle that adds to them (and replaces a built-in of the
-same handle).
+directive text (never empty) by handle that adds to them (and replaces a
+built-in of the same handle).
 
 The root node is the manager; it runs as agentrt supervise's manager does
 (--manager-script with the scripted provider, without one a plan that
@@ -204,7 +204,12 @@ without a winner is also said on stderr), 2 on usage errors.`,
 			var capErr *graph.GraphEdgeCapError
 			incomplete := journalIncomplete(err)
 			if errors.As(err, &capErr) {
-				res = graph.GraphResult{Result: capErr.Result, Ledger: capErr.Ledger, ExhaustedEdges: capErr.ExhaustedEdges, RunID: capErr.Result.RunID}
+				// RunGraph returns the whole result beside the error: its
+				// ExhaustedEdges lists every spent cap (analyzes ones
+				// too), the error's only the delegates caps it blames.
+				if res.RunID == "" {
+					res = graph.GraphResult{Result: capErr.Result, Ledger: capErr.Ledger, ExhaustedEdges: capErr.ExhaustedEdges, RunID: capErr.Result.RunID}
+				}
 			} else if err != nil && !incomplete {
 				if refusal := resumeRefusal(err, graphResumeFlags); refusal != nil {
 					return refusal
@@ -250,7 +255,9 @@ without a winner is also said on stderr), 2 on usage errors.`,
 				for _, row := range res.Ledger {
 					fmt.Fprintf(stdio.Out, "  edge      %s #%d %s, %d bytes%s\n", row.Edge, row.Traversal, row.Outcome, row.Bytes, detail(row.Reason))
 				}
-				if capErr != nil {
+				if len(res.ExhaustedEdges) > 0 {
+					// Always: a run that ended otherwise (budget, abort)
+					// with a spent cap still says so.
 					fmt.Fprintf(stdio.Out, "  exhausted %s\n", strings.Join(res.ExhaustedEdges, ", "))
 				}
 			}

@@ -90,3 +90,52 @@ func TestGraphReviewGraphEndsOnItsCapNotTheBudget(t *testing.T) {
 		t.Errorf("exhaustedEdges: %s", out)
 	}
 }
+
+// §3.7 result.exhaustedEdges lists every edge whose cap was reached,
+// analyzes caps included, also when a delegates cap makes the run a
+// GraphEdgeCapError (whose own list names only the delegates caps, the
+// cause): the coder's second settle finds the critic's cap spent, its
+// third spawn the coder's; the JSON result lists both, in the order
+// they were reached, and the text result says which are exhausted.
+func TestGraphCapErrorListsEveryExhaustedEdge(t *testing.T) {
+	g := writeFile(t, "capped-review.json", `{
+  "nodes": [
+    {"id": "driver", "profile": {"name": "driver", "harness": "cli-base", "model": {"default": "scripted/driver"},
+      "tools": {"agent_runtime_coordination_spawn_worker": true, "agent_runtime_coordination_await_event": true}}},
+    {"id": "coder", "profile": {"name": "coder", "harness": "cli-base", "model": {"provider": "scripted", "default": "scripted/coder"}}},
+    {"id": "critic", "profile": {"name": "critic", "harness": "cli-base", "model": {"provider": "scripted", "default": "scripted/critic"}}}
+  ],
+  "edges": [
+    {"kind": "delegates", "from": "driver", "to": "coder", "directive": "delegate/coder/v1", "maxTraversals": 2},
+    {"kind": "analyzes", "analyst": "critic", "over": ["coder"], "to": "driver", "directive": "analyze/critic/v1", "maxTraversals": 1}
+  ],
+  "budget": {"tokens": 20000, "iterations": 12}
+}`)
+	spawnCoder := `{"calls": [{"verb": "spawn_worker", "args": {"profile": "coder", "task": "Fix it."}}], "usage": {"inputTokens": 20, "outputTokens": 5}}`
+	script := managerScript(t, `{"turns": [`+spawnCoder+`, `+awaitOne+`, `+awaitOne+`, `+spawnCoder+`, `+awaitOne+`, `+spawnCoder+`, `+answerDone+`]}`)
+	want := []string{"analyzes:critic:coder->driver", "delegates:driver->coder"}
+	for _, asJSON := range []bool{false, true} {
+		args := []string{"graph", g, "--task", "Make the login tests pass.", "--directives", directives, "--expect", "a result no worker gives",
+			"--manager-script", script, "--run-dir", t.TempDir(), "--run-id", "capped", "--db", filepath.Join(t.TempDir(), "runs.db")}
+		if asJSON {
+			args = append(args, "--json")
+		}
+		out, errOut, code := run(t, "", args...)
+		if code != 1 || !strings.Contains(errOut, "traversal cap exhausted on delegates:driver->coder and") {
+			t.Fatalf("json %v: exit %d, want 1 and the cap error\n%s%s", asJSON, code, out, errOut)
+		}
+		if !asJSON {
+			if !strings.Contains(out, "exhausted "+strings.Join(want, ", ")) {
+				t.Errorf("stdout does not list every exhausted edge:\n%s", out)
+			}
+			continue
+		}
+		var got []string
+		for _, e := range member(decode(t, out), "exhaustedEdges").Items() {
+			got = append(got, e.Str())
+		}
+		if strings.Join(got, "; ") != strings.Join(want, "; ") {
+			t.Errorf("exhaustedEdges %q, want %q\n%s", got, want, out)
+		}
+	}
+}
