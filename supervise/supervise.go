@@ -906,6 +906,11 @@ func (o *Options) resolve(manager *profile.Profile) (Brain, Executor, error) {
 		// A resume takes its budget from the journal (adoptJournaled).
 		bad("Budget needs token and iteration ceilings")
 	}
+	if err := perWorkerFits(o.Budget, o.PerWorker); err != nil {
+		// §6: a per-worker ceiling above the pool is a misconfiguration,
+		// not a budget every spawn would later be refused by.
+		errs = append(errs, err)
+	}
 	if o.Deliverable.Check == nil {
 		bad("Deliverable.Check is required: settlement is not delivery")
 	}

@@ -1,0 +1,100 @@
+package supervise_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentrt/agentrt/ledger"
+	"github.com/agentrt/agentrt/supervise"
+)
+
+// §6, behaviour 36: a per-worker ceiling larger than the run's conserved
+// pool, or on a channel the pool does not budget, can never be reserved, so Supervise refuses it as a
+// misconfiguration (a typed *PerWorkerExceedsBudgetError, matching
+// ErrInvalidOptions, naming the option and its JSON pointer) before
+// anything is journaled, instead of every spawn later failing with a
+// budget-shaped refusal the caller cannot trace to its option. The
+// reference's per-worker-pool scenarios.
+func TestPerWorkerCeilingMustFitThePoolBehaviour36(t *testing.T) {
+	cases := []struct {
+		name   string
+		budget ledger.Budget
+		per    ledger.Budget
+		want   *supervise.PerWorkerExceedsBudgetError
+	}{
+		{"tokens", ledger.Budget{Tokens: i64(200_000_000), Iterations: i64(10)},
+			ledger.Budget{Tokens: i64(3_200_000_000), Iterations: i64(4)},
+			&supervise.PerWorkerExceedsBudgetError{Field: "PerWorker.Tokens", Pointer: "/perWorker/tokens", PerWorker: 3_200_000_000, Budget: i64(200_000_000)}},
+		{"iterations", ledger.Budget{Tokens: i64(1_000_000), Iterations: i64(10)},
+			ledger.Budget{Tokens: i64(100_000), Iterations: i64(40)},
+			&supervise.PerWorkerExceedsBudgetError{Field: "PerWorker.Iterations", Pointer: "/perWorker/iterations", PerWorker: 40, Budget: i64(10)}},
+		{"microUSD", ledger.Budget{Tokens: i64(1_000), Iterations: i64(10), MicroUSD: i64(5)},
+			ledger.Budget{MicroUSD: i64(6)},
+			&supervise.PerWorkerExceedsBudgetError{Field: "PerWorker.MicroUSD", Pointer: "/perWorker/microUsd", PerWorker: 6, Budget: i64(5)}},
+		{"resource", ledger.Budget{Tokens: i64(1_000), Iterations: i64(10), Resources: map[string]int64{"gpu/s": 60}},
+			ledger.Budget{Resources: map[string]int64{"gpu/s": 61}},
+			&supervise.PerWorkerExceedsBudgetError{Field: "PerWorker.Resources[gpu/s]", Pointer: "/perWorker/resources/gpu~1s", PerWorker: 61, Budget: i64(60)}},
+		{"dollars the pool does not budget", ledger.Budget{Tokens: i64(1_000), Iterations: i64(10)},
+			ledger.Budget{MicroUSD: i64(1)},
+			&supervise.PerWorkerExceedsBudgetError{Field: "PerWorker.MicroUSD", Pointer: "/perWorker/microUsd", PerWorker: 1}},
+		{"a resource the pool does not budget", ledger.Budget{Tokens: i64(1_000), Iterations: i64(10)},
+			ledger.Budget{Resources: map[string]int64{"box-minutes": 1}},
+			&supervise.PerWorkerExceedsBudgetError{Field: "PerWorker.Resources[box-minutes]", Pointer: "/perWorker/resources/box-minutes", PerWorker: 1}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var ran atomic.Int64
+			exec := supervise.ExecutorFunc(func(context.Context, supervise.Work) (supervise.WorkResult, error) {
+				ran.Add(1)
+				return supervise.WorkResult{Text: "x"}, nil
+			})
+			o := baseOptions(t, exec, twoWorkerManager())
+			o.RunDir = t.TempDir()
+			o.Budget, o.PerWorker = tc.budget, tc.per
+			_, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o)
+			var got *supervise.PerWorkerExceedsBudgetError
+			if !errors.As(err, &got) {
+				t.Fatalf("err = %v, want a *PerWorkerExceedsBudgetError", err)
+			}
+			if !errors.Is(err, supervise.ErrInvalidOptions) {
+				t.Errorf("err = %v does not match ErrInvalidOptions", err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("error (-want +got):\n%s", diff)
+			}
+			if n := ran.Load(); n != 0 {
+				t.Errorf("%d workers ran for a refused run", n)
+			}
+			entries, err := os.ReadDir(o.RunDir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(entries) != 0 {
+				t.Errorf("a refused run wrote %d entries in its run dir, first %s", len(entries), filepath.Join(o.RunDir, entries[0].Name()))
+			}
+		})
+	}
+}
+
+// §6: the guard is not a blanket refusal: per-worker ceilings below the
+// pool or equal to it (iterations, the gpu resource) run.
+func TestPerWorkerCeilingThatFitsRuns(t *testing.T) {
+	exec := newCounting(t, workerProvider(t))
+	o := baseOptions(t, exec, twoWorkerManager())
+	o.RunDir = t.TempDir()
+	o.Budget = ledger.Budget{Tokens: i64(10_000), Iterations: i64(10), MicroUSD: i64(1_000_000), Resources: map[string]int64{"gpu": 5}}
+	o.PerWorker = ledger.Budget{Tokens: i64(4_000), Iterations: i64(10), MicroUSD: i64(100_000), Resources: map[string]int64{"gpu": 5}}
+	res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker, supervise.VerbAwaitEvent), "t", o)
+	if err != nil {
+		t.Fatalf("Supervise: %v", err)
+	}
+	if res.Status != supervise.StatusWinner || res.Winner == nil || res.Winner.Node != "run1:s1" {
+		t.Errorf("status %s reason %s winner %+v tree %+v, want run1:s1 the winner", res.Status, res.Reason, res.Winner, res.Tree)
+	}
+}
