@@ -98,3 +98,75 @@ func TestPerWorkerCeilingThatFitsRuns(t *testing.T) {
 		t.Errorf("status %s reason %s winner %+v tree %+v, want run1:s1 the winner", res.Status, res.Reason, res.Winner, res.Tree)
 	}
 }
+
+// Behaviour 44's unkeyed counterpart (§3.6 "Keyed spawns across
+// restarts"): only a key links a spawn to an earlier attempt. The
+// reference's prior-attempt lookup (completed / retried / lost) is by
+// key; an unkeyed spawn carries no key and is always a fresh assignment.
+// So an unkeyed spawn_worker call made again by a resumed manager, whose
+// journaled child went down in the earlier process, spawns a new worker
+// under a new ordinal, and its reply claims no history: no resumed, no
+// priorWorkerId, no priorReason. The journaled child stays down in the
+// tree, and the new worker is the one that wins.
+func TestUnkeyedSpawnOfFailedChildSpawnsFreshAcrossRestartBehaviour44(t *testing.T) {
+	dir := t.TempDir()
+	unkeyed := map[string]any{"profile": "writer", "task": "write alpha"}
+
+	o := baseOptions(t, failingExecutor{}, nil)
+	o.RunDir = dir
+	var first map[string]any
+	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		first = tool(t, ctx, c, supervise.VerbSpawnWorker, unkeyed)
+		tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"settled"}, "timeoutMs": 60000})
+		return supervise.BrainReport{}, nil
+	})
+	var dead atomic.Bool
+	crashing := supervise.WithSpawnLogWrapper(context.Background(), func(sl supervise.SpawnLog) supervise.SpawnLog {
+		return crashAfterSettle{SpawnLog: sl, dead: &dead}
+	})
+	_, _ = supervise.Supervise(crashing, managerProfile(t, supervise.VerbSpawnWorker, supervise.VerbAwaitEvent), "t", o)
+	if !dead.Load() {
+		t.Fatal("the first process never journaled its settlement")
+	}
+	if first["workerId"] != "run1:s1" || first["assignment"] != "ordinal:1" {
+		t.Fatalf("first spawn: %v, want run1:s1 under ordinal:1", first)
+	}
+
+	gate := &gateExecutor{release: make(chan struct{})}
+	var again map[string]any
+	o = baseOptions(t, gate, nil)
+	o.RunDir, o.Resume = dir, true
+	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		again = tool(t, ctx, c, supervise.VerbSpawnWorker, unkeyed)
+		close(gate.release)
+		for {
+			ev := tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"settled"}, "timeoutMs": 60000})
+			if e, _ := ev["event"].(map[string]any); e == nil || e["workerId"] == again["workerId"] {
+				break
+			}
+		}
+		return supervise.BrainReport{}, nil
+	})
+	res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker, supervise.VerbAwaitEvent), "t", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again["workerId"] == nil || again["workerId"] == "run1:s1" || again["assignment"] == "ordinal:1" {
+		t.Errorf("unkeyed spawn again: %v, want a new worker under a new ordinal", again)
+	}
+	for _, field := range []string{"resumed", "priorWorkerId", "priorReason", "error"} {
+		if v, ok := again[field]; ok {
+			t.Errorf("unkeyed spawn again carries %s = %v; only a keyed spawn has a prior attempt", field, v)
+		}
+	}
+	if res.Status != supervise.StatusWinner || res.Winner == nil || string(res.Winner.Node) != again["workerId"] {
+		t.Errorf("result %s winner %+v, want the new worker %v to win", res.Status, res.Winner, again["workerId"])
+	}
+	states := map[supervise.NodeID]supervise.State{}
+	for _, n := range res.Tree {
+		states[n.ID] = n.State
+	}
+	if states["run1:s1"] != supervise.StateFailed {
+		t.Errorf("journaled child run1:s1 is %q in the tree %v, want it still failed", states["run1:s1"], states)
+	}
+}
