@@ -2,14 +2,19 @@ package supervise_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentrt/agentrt/internal/journaltest"
 	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/supervise"
 )
@@ -168,5 +173,102 @@ func TestUnkeyedSpawnOfFailedChildSpawnsFreshAcrossRestartBehaviour44(t *testing
 	}
 	if states["run1:s1"] != supervise.StateFailed {
 		t.Errorf("journaled child run1:s1 is %q in the tree %v, want it still failed", states["run1:s1"], states)
+	}
+}
+
+// kindsIn returns the kinds of the records in dir's spawn journal, in
+// order.
+func kindsIn(t *testing.T, dir string) []string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, supervise.SpawnJournalFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var r struct {
+			Kind string `json:"kind"`
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("journal line %q: %v", line, err)
+		}
+		kinds = append(kinds, r.Kind)
+	}
+	return kinds
+}
+
+// §3.6 / behaviour 42 and 50, the first end decides: a run whose
+// deadline ended its manager and that an operator then cancelled with
+// CancelRun (the request applied while the run was still ending) ends
+// no-winner budget-exhausted, not cancelled — the deadline is part of
+// the budget and it came first. The journal holds the deadline before
+// the run cancellation, so a process killed before its finished record
+// resumes to the same end, without driving its manager again.
+func TestDeadlineThenCancelRunEndsBudgetExhaustedAlsoOnResume(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	o := baseOptions(t, &gateExecutor{release: make(chan struct{})}, nil)
+	o.RunDir = dir
+	start := time.Now().Truncate(time.Millisecond)
+	var clock atomic.Int64
+	clock.Store(start.UnixMilli())
+	o.Now = func() time.Time { return time.UnixMilli(clock.Load()) }
+	o.Deadline = start.Add(50 * time.Millisecond)
+	var ack *supervise.RunCancellation
+	o.Brain = supervise.BrainFunc(func(bctx context.Context, _ *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		<-bctx.Done() // the deadline ends the manager's context
+		clock.Store(o.Deadline.UnixMilli())
+		if _, err := supervise.CancelRun(ctx, dir, "op-late", supervise.RunCancelOptions{Source: "operator", Reason: "too late"}); err != nil {
+			t.Errorf("CancelRun: %v", err)
+		}
+		// Wait (bounded) for the run to take the request, so that both
+		// ends are the run's before it decides.
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			a, err := supervise.ReadRunCancellation(ctx, dir)
+			if err != nil {
+				t.Errorf("ReadRunCancellation: %v", err)
+				break
+			}
+			if a != nil {
+				ack = a
+				break
+			}
+		}
+		return supervise.BrainReport{}, bctx.Err()
+	})
+	res, err := supervise.Supervise(ctx, managerProfile(t, supervise.VerbSpawnWorker), "t", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ack == nil {
+		t.Fatal("the run never acknowledged the cancellation within 10s")
+	}
+	if res.Status != supervise.StatusNoWinner || res.Reason != supervise.ReasonBudgetExhausted || res.Cancellation != nil {
+		t.Errorf("status %s reason %s cancellation %+v, want no-winner budget-exhausted with no cancellation (the deadline came first); ack %+v",
+			res.Status, res.Reason, res.Cancellation, ack)
+	}
+	kinds := kindsIn(t, dir)
+	t.Logf("ack effect %s; journal %v", ack.Effect, kinds)
+	deadlineAt, cancelAt := slices.Index(kinds, supervise.KindDeadlinePassed), slices.Index(kinds, supervise.KindRunCancelRequested)
+	if deadlineAt < 0 || cancelAt < 0 || deadlineAt > cancelAt {
+		t.Fatalf("journal kinds %v: want deadline-passed before run-cancel-requested", kinds)
+	}
+
+	// The process dies right after it journaled the cancellation: its
+	// finished record and everything after are lost.
+	journaltest.KeepThrough(t, dir, supervise.KindRunCancelRequested, 1)
+	o = baseOptions(t, &gateExecutor{release: make(chan struct{})}, nil)
+	o.RunDir, o.Resume = dir, true
+	o.Now = func() time.Time { return time.Now().Add(time.Hour) }
+	o.Brain = supervise.BrainFunc(func(context.Context, *supervise.Coordinator, string) (supervise.BrainReport, error) {
+		t.Error("the brain of a run past its deadline was driven")
+		return supervise.BrainReport{}, nil
+	})
+	res, err = supervise.Supervise(ctx, managerProfile(t, supervise.VerbSpawnWorker), "t", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != supervise.StatusNoWinner || res.Reason != supervise.ReasonBudgetExhausted || res.Cancellation != nil {
+		t.Errorf("resumed: status %s reason %s cancellation %+v, want no-winner budget-exhausted", res.Status, res.Reason, res.Cancellation)
 	}
 }
