@@ -176,22 +176,37 @@ func TestUnkeyedSpawnOfFailedChildSpawnsFreshAcrossRestartBehaviour44(t *testing
 	}
 }
 
-// kindsIn returns the kinds of the records in dir's spawn journal, in
-// order.
-func kindsIn(t *testing.T, dir string) []string {
+// journalRow is what these tests read of one spawn-journal record.
+type journalRow struct {
+	Kind   string `json:"kind"`
+	Node   string `json:"node"`
+	Reason string `json:"reason"`
+}
+
+// journalRows returns the records of dir's spawn journal, in order.
+func journalRows(t *testing.T, dir string) []journalRow {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(dir, supervise.SpawnJournalFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var kinds []string
+	var rows []journalRow
 	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		var r struct {
-			Kind string `json:"kind"`
-		}
+		var r journalRow
 		if err := json.Unmarshal([]byte(line), &r); err != nil {
 			t.Fatalf("journal line %q: %v", line, err)
 		}
+		rows = append(rows, r)
+	}
+	return rows
+}
+
+// kindsIn returns the kinds of the records in dir's spawn journal, in
+// order.
+func kindsIn(t *testing.T, dir string) []string {
+	t.Helper()
+	var kinds []string
+	for _, r := range journalRows(t, dir) {
 		kinds = append(kinds, r.Kind)
 	}
 	return kinds
@@ -270,5 +285,82 @@ func TestDeadlineThenCancelRunEndsBudgetExhaustedAlsoOnResume(t *testing.T) {
 	}
 	if res.Status != supervise.StatusNoWinner || res.Reason != supervise.ReasonBudgetExhausted || res.Cancellation != nil {
 		t.Errorf("resumed: status %s reason %s cancellation %+v, want no-winner budget-exhausted", res.Status, res.Reason, res.Cancellation)
+	}
+}
+
+// The reference's abort-reason rule: a cascaded abort carries the
+// upstream reason, so a live worker cut by the run's end reads, in its
+// result and its journaled settlement, why — never only the generic
+// "context canceled" / "context deadline exceeded", which make a whole
+// class of child deaths undiagnosable from the journal alone. Each way
+// a run can end while its one worker is live: the caller's context
+// cancelled with a cause (the cause), without one (the caller named),
+// the run's deadline (the deadline named), CancelRun (its operation),
+// and the manager returning.
+func TestCascadedCancelCarriesTheUpstreamReason(t *testing.T) {
+	cases := []struct {
+		how       string
+		want      string // the reason contains it
+		notExact  string // the reason is not exactly it
+		deadline  bool
+		cancelRun bool
+	}{
+		{how: "caller cancels with a cause", want: "operator pulled the plug"},
+		{how: "caller cancels without a cause", want: "caller", notExact: context.Canceled.Error()},
+		{how: "deadline", want: "deadline", notExact: context.DeadlineExceeded.Error(), deadline: true},
+		{how: "CancelRun", want: "op-x", cancelRun: true},
+		{how: "manager returns", want: "the manager returned"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.how, func(t *testing.T) {
+			dir := t.TempDir()
+			o := baseOptions(t, &gateExecutor{release: make(chan struct{})}, nil)
+			o.RunDir = dir
+			if tc.deadline {
+				// Long enough for the spawn to land first on a slow machine.
+				o.Deadline = time.Now().Add(time.Second)
+			}
+			ctx, cancel := context.WithCancelCause(context.Background())
+			defer cancel(nil)
+			o.Brain = supervise.BrainFunc(func(bctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+				if _, err := c.Spawn(bctx, supervise.SpawnArgs{Profile: "writer", Task: "long", Label: "long"}); err != nil {
+					return supervise.BrainReport{}, err
+				}
+				switch {
+				case strings.HasPrefix(tc.how, "caller cancels with"):
+					cancel(errors.New("operator pulled the plug"))
+				case strings.HasPrefix(tc.how, "caller cancels without"):
+					cancel(nil)
+				case tc.cancelRun:
+					if _, err := supervise.CancelRun(context.Background(), dir, "op-x", supervise.RunCancelOptions{Source: "operator"}); err != nil {
+						return supervise.BrainReport{}, err
+					}
+				case tc.how == "manager returns":
+					return supervise.BrainReport{}, nil
+				}
+				<-bctx.Done()
+				return supervise.BrainReport{}, context.Cause(bctx)
+			})
+			res, err := supervise.Supervise(ctx, managerProfile(t, supervise.VerbSpawnWorker), "t", o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Tree) != 1 || res.Tree[0].State != supervise.StateCancelled {
+				t.Fatalf("tree %+v, want the one worker cancelled", res.Tree)
+			}
+			reason := res.Tree[0].Reason
+			if !strings.Contains(reason, tc.want) || (tc.notExact != "" && reason == tc.notExact) {
+				t.Errorf("the worker's reason is %q, want it to say %q", reason, tc.want)
+			}
+			var journaled string
+			for _, r := range journalRows(t, dir) {
+				if r.Kind == supervise.KindSettled && r.Node == string(res.Tree[0].ID) {
+					journaled = r.Reason
+				}
+			}
+			if !strings.Contains(journaled, tc.want) || (tc.notExact != "" && journaled == tc.notExact) {
+				t.Errorf("the worker's journaled settlement reason is %q, want it to say %q", journaled, tc.want)
+			}
+		})
 	}
 }
