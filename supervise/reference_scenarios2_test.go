@@ -364,3 +364,75 @@ func TestCascadedCancelCarriesTheUpstreamReason(t *testing.T) {
 		})
 	}
 }
+
+// §3.6 "Supervisor run layout", the reference's root-stream rule: a
+// process that died mid-line leaves a torn tail in root-stream.jsonl;
+// the next process of the run (a resume) drops it once and appends
+// whole lines after the committed ones, so none of its own lines is
+// glued onto the torn bytes and lost, and the file is again exactly
+// its committed lines.
+func TestResumedRootStreamDropsATornTailOnce(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	calls := func(n int) supervise.Brain {
+		return supervise.BrainFunc(func(bctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+			for range n {
+				tool(t, bctx, c, supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 1})
+			}
+			return supervise.BrainReport{}, nil
+		})
+	}
+	o := baseOptions(t, &gateExecutor{release: make(chan struct{})}, nil)
+	o.RunDir, o.Brain = dir, calls(2)
+	if _, err := supervise.Supervise(ctx, managerProfile(t, supervise.VerbSpawnWorker, supervise.VerbAwaitEvent), "t", o); err != nil {
+		t.Fatal(err)
+	}
+	first, bad, err := supervise.ReadRootStream(ctx, dir)
+	if err != nil || bad != 0 {
+		t.Fatalf("first process's root stream: %d bad lines, %v", bad, err)
+	}
+	countCalls := func(recs []supervise.StreamRecord) int {
+		n := 0
+		for _, r := range recs {
+			if r.Kind == supervise.StreamToolStarted {
+				n++
+			}
+		}
+		return n
+	}
+	if n := countCalls(first); n != 2 {
+		t.Fatalf("first process streamed %d verb calls, want 2", n)
+	}
+	// The process died mid-write: half a line, no newline.
+	path := filepath.Join(dir, supervise.RootStreamFile)
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(`{"kind":"tool-started","atMs":99,"tool":"torn`); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	o = baseOptions(t, &gateExecutor{release: make(chan struct{})}, nil)
+	o.RunDir, o.Resume, o.Brain = dir, true, calls(3)
+	if _, err := supervise.Supervise(ctx, managerProfile(t, supervise.VerbSpawnWorker, supervise.VerbAwaitEvent), "t", o); err != nil {
+		t.Fatal(err)
+	}
+	all, bad, err := supervise.ReadRootStream(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := countCalls(all); bad != 0 || n != 5 {
+		t.Errorf("after the resume: %d verb calls and %d bad lines, want 5 (2 + 3) and none", n, bad)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), `"torn`) || !strings.HasSuffix(string(data), "\n") {
+		t.Errorf("the root stream still holds the torn bytes or ends mid-line:\n%s", data)
+	}
+}
