@@ -436,3 +436,22 @@ func TestResumedRootStreamDropsATornTailOnce(t *testing.T) {
 		t.Errorf("the root stream still holds the torn bytes or ends mid-line:\n%s", data)
 	}
 }
+
+// The per-worker ceiling is checked on a new run however it is started:
+// with Resume set and no journal to resume (as a delegation queue starts
+// every run), too.
+func TestPerWorkerCeilingCheckedOnAResumeThatFindsNoJournal(t *testing.T) {
+	o := baseOptions(t, &gateExecutor{release: make(chan struct{})}, nil)
+	o.RunDir, o.Resume = t.TempDir(), true
+	o.Brain = supervise.BrainFunc(func(context.Context, *supervise.Coordinator, string) (supervise.BrainReport, error) {
+		t.Error("the brain of a refused run was driven")
+		return supervise.BrainReport{}, nil
+	})
+	o.Budget = ledger.Budget{Tokens: i64(1_000), Iterations: i64(10)}
+	o.PerWorker = ledger.Budget{Tokens: i64(2_000), Iterations: i64(1)}
+	_, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o)
+	var got *supervise.PerWorkerExceedsBudgetError
+	if !errors.As(err, &got) || got.Field != "PerWorker.Tokens" {
+		t.Fatalf("err = %v, want a *PerWorkerExceedsBudgetError on PerWorker.Tokens", err)
+	}
+}

@@ -539,6 +539,13 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 		if o.Budget.Tokens == nil || o.Budget.Iterations == nil {
 			return SupervisedResult{}, fmt.Errorf("%w: Budget needs token and iteration ceilings (there is no journal to resume)", ErrInvalidOptions)
 		}
+		if o.Resume {
+			// A resume that found no journal starts a new run (resolve
+			// checked a plain new run already).
+			if err := perWorkerFits(o.Budget, o.PerWorker); err != nil {
+				return SupervisedResult{}, err
+			}
+		}
 		if runID == "" {
 			runID = kernel.NewID("supervise")
 		}
@@ -921,11 +928,11 @@ func (o *Options) resolve(manager *profile.Profile) (Brain, Executor, error) {
 		// A resume takes its budget from the journal (adoptJournaled).
 		bad("Budget needs token and iteration ceilings")
 	}
-	if !zeroBudget(o.Budget) {
+	if !o.Resume {
 		// §6: a per-worker ceiling above the pool is a misconfiguration,
 		// not a budget every spawn would later be refused by. A resume
-		// given no Budget adopts the journaled one with its PerWorker,
-		// held when the run began.
+		// is held to its journal's Budget and PerWorker (adoptJournaled);
+		// one that finds no journal is checked as a new run below.
 		if err := perWorkerFits(o.Budget, o.PerWorker); err != nil {
 			errs = append(errs, err)
 		}
