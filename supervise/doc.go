@@ -211,7 +211,10 @@
 //
 // A Scope sits over a ledger.Pool. Every admitted spawn reserves its
 // ceiling (the request's budget merged per field over ScopeOptions.PerWorker)
-// before anything runs; Settle commits what was observed and frees the
+// before anything runs (Supervise refuses a PerWorker that caps a channel
+// above its Budget, or names dollars or a resource the Budget does not
+// budget, with a *PerWorkerExceedsBudgetError, as the reference refuses
+// such a perWorker at construction: no spawn could ever reserve it); Settle commits what was observed and frees the
 // rest. A refused spawn changes nothing: no reservation, no sequence
 // number, no live slot. Refusals are *Refusal values whose Code is one of
 // the spec's codes (usd-unbudgeted, budget-exhausted, depth-exceeded,
@@ -524,6 +527,12 @@
 // decides: a run whose deadline ended its manager before any of these
 // (journaled, KindDeadlinePassed) is budget-exhausted whatever came
 // after it, as the reference's deadline that won the abort race is.
+// A worker cut by the run's end carries the upstream reason in its
+// result and journaled settlement, as the reference's cascaded abort
+// does, never only "context canceled": the caller's cause ("the run's
+// caller ended its context: …"), the run's deadline ("the run's deadline
+// (…) passed"), the CancelRun operation, the trip or abort, or "the
+// manager returned".
 // Each process counts the downs it
 // sees: a resumed run does not count its replayed settlements again, as
 // the reference's breaker counts only what its journal is appended. But

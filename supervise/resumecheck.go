@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/journal"
@@ -218,3 +219,78 @@ func zeroBudget(b ledger.Budget) bool {
 
 // Ledger is the journaled budget as a ledger.Budget (zero for nil).
 func (b *BudgetRecord) Ledger() ledger.Budget { return b.budget() }
+
+// PerWorkerExceedsBudgetError: Options.PerWorker caps a channel above the
+// run's Budget on that channel, or names a channel (dollars, a named
+// resource) the Budget does not budget. No worker could ever reserve
+// that from the conserved pool (§6), so the per-worker ceiling would be
+// a knob that looks effective while every spawn is refused by the pool:
+// Supervise refuses the options instead, before anything runs or is
+// journaled. It matches ErrInvalidOptions.
+type PerWorkerExceedsBudgetError struct {
+	// Field names the option: "PerWorker.Tokens", "PerWorker.Iterations",
+	// "PerWorker.MicroUSD" or "PerWorker.Resources[NAME]".
+	Field string
+	// Pointer is its JSON pointer as a run-started record holds it
+	// ("/perWorker/tokens").
+	Pointer string
+	// PerWorker is the per-worker ceiling; Budget is the run's ceiling
+	// on the same channel, nil when the Budget does not budget it.
+	PerWorker int64
+	Budget    *int64
+}
+
+func (e *PerWorkerExceedsBudgetError) Error() string {
+	budget := "Budget" + strings.TrimPrefix(e.Field, "PerWorker")
+	if e.Budget == nil {
+		return fmt.Sprintf("%v: %s (%d) names a channel %s does not budget: no worker can reserve it from the run's pool (%s)",
+			ErrInvalidOptions, e.Field, e.PerWorker, budget, e.Pointer)
+	}
+	return fmt.Sprintf("%v: %s (%d) exceeds %s (%d): no worker can reserve more than the run's pool (%s)",
+		ErrInvalidOptions, e.Field, e.PerWorker, budget, *e.Budget, e.Pointer)
+}
+
+// Is makes the error match ErrInvalidOptions.
+func (e *PerWorkerExceedsBudgetError) Is(target error) bool { return target == ErrInvalidOptions }
+
+// perWorkerFits returns a *PerWorkerExceedsBudgetError for the first
+// channel (tokens, iterations, microUSD, then resources by name) on
+// which per asks more than budget can give: above its ceiling, or
+// dollars or a named resource budget does not budget (the pool refuses
+// those, ledger.ErrUSDUnbudgeted). Tokens and iterations left uncapped
+// by budget fit any per-worker ceiling, as the pool reserves them.
+func perWorkerFits(budget, per ledger.Budget) error {
+	for _, ch := range []struct {
+		name, member string
+		b, p         *int64
+		mustBudget   bool
+	}{
+		{"Tokens", "tokens", budget.Tokens, per.Tokens, false},
+		{"Iterations", "iterations", budget.Iterations, per.Iterations, false},
+		{"MicroUSD", "microUsd", budget.MicroUSD, per.MicroUSD, true},
+	} {
+		if ch.p == nil || (ch.b == nil && !ch.mustBudget) {
+			continue
+		}
+		if ch.b == nil || *ch.p > *ch.b {
+			var b *int64
+			if ch.b != nil {
+				v := *ch.b
+				b = &v
+			}
+			return &PerWorkerExceedsBudgetError{Field: "PerWorker." + ch.name, Pointer: "/perWorker/" + ch.member, PerWorker: *ch.p, Budget: b}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(per.Resources)) {
+		p := per.Resources[name]
+		b, ok := budget.Resources[name]
+		if !ok || p > b {
+			e := &PerWorkerExceedsBudgetError{Field: "PerWorker.Resources[" + name + "]", Pointer: "/perWorker/resources/" + escapePointer(name), PerWorker: p}
+			if ok {
+				e.Budget = &b
+			}
+			return e
+		}
+	}
+	return nil
+}

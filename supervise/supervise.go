@@ -539,6 +539,13 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 		if o.Budget.Tokens == nil || o.Budget.Iterations == nil {
 			return SupervisedResult{}, fmt.Errorf("%w: Budget needs token and iteration ceilings (there is no journal to resume)", ErrInvalidOptions)
 		}
+		if o.Resume {
+			// A resume that found no journal starts a new run (resolve
+			// checked a plain new run already).
+			if err := perWorkerFits(o.Budget, o.PerWorker); err != nil {
+				return SupervisedResult{}, err
+			}
+		}
 		if runID == "" {
 			runID = kernel.NewID("supervise")
 		}
@@ -655,10 +662,15 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	// resume, never a fresh deadline.
 	workCtx := context.WithoutCancel(ctx)
 	brainCtx, stop := context.WithCancelCause(ctx)
+	var deadlineErr error
 	if !deadline.IsZero() {
 		left := deadline.Sub(now())
 		var cancelWorkDeadline, cancelDeadline context.CancelFunc
-		workCtx, cancelWorkDeadline = context.WithTimeout(workCtx, left)
+		// A worker the deadline cuts reads which deadline, not only
+		// "context deadline exceeded" (the reference's abort-reason rule:
+		// a cascaded abort carries the upstream reason).
+		deadlineErr = fmt.Errorf("supervise: the run's deadline (%s) passed: %w", deadline.UTC().Format(time.RFC3339Nano), ledger.ErrDeadline)
+		workCtx, cancelWorkDeadline = context.WithTimeoutCause(workCtx, left, deadlineErr)
 		defer cancelWorkDeadline()
 		brainCtx, cancelDeadline = context.WithTimeoutCause(brainCtx, left, errRunDeadline)
 		defer cancelDeadline()
@@ -692,6 +704,8 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 		if errors.Is(cause, contract.ErrLeaseLost) {
 			log.revoke(cause)
 			cause = runLost(cause)
+		} else {
+			cause = callerEnded(cause)
 		}
 		c.cancelWork(cause)
 	})
@@ -821,9 +835,17 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	// The brain returned: cancel live workers and give them a bounded
 	// time to settle. Their reason says why the brain returned when
 	// the run's deadline ended it.
+	// A caller whose context ended is why, not the manager's return
+	// that followed from it: the worker's settlement names the caller's
+	// cause whichever of this and the watch above cancels it first.
 	why := errors.New("supervise: the manager returned")
-	if deadlinePassed {
-		why = fmt.Errorf("supervise: the run's deadline (%s) passed: %w", deadline.UTC().Format(time.RFC3339Nano), ledger.ErrDeadline)
+	switch cause := context.Cause(ctx); {
+	case deadlinePassed:
+		why = deadlineErr
+	case cause != nil && errors.Is(cause, contract.ErrLeaseLost):
+		why = runLost(cause)
+	case cause != nil:
+		why = callerEnded(cause)
 	}
 	c.cancelWork(why)
 	waited := make(chan struct{})
@@ -905,6 +927,15 @@ func (o *Options) resolve(manager *profile.Profile) (Brain, Executor, error) {
 	if !o.Resume && (o.Budget.Tokens == nil || o.Budget.Iterations == nil) {
 		// A resume takes its budget from the journal (adoptJournaled).
 		bad("Budget needs token and iteration ceilings")
+	}
+	if !o.Resume {
+		// §6: a per-worker ceiling above the pool is a misconfiguration,
+		// not a budget every spawn would later be refused by. A resume
+		// is held to its journal's Budget and PerWorker (adoptJournaled);
+		// one that finds no journal is checked as a new run below.
+		if err := perWorkerFits(o.Budget, o.PerWorker); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if o.Deliverable.Check == nil {
 		bad("Deliverable.Check is required: settlement is not delivery")
@@ -1072,6 +1103,13 @@ func (c *Coordinator) downCount() int {
 		}
 	}
 	return n
+}
+
+// callerEnded is the cause a worker is cancelled with when the caller's
+// context of its run ended with cause: the caller named, and its cause
+// kept (errors.Is still matches context.Canceled or the caller's own).
+func callerEnded(cause error) error {
+	return fmt.Errorf("supervise: the run's caller ended its context: %w", cause)
 }
 
 // errRunDeadline is the manager's context's cause when the run's
