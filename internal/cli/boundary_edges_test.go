@@ -2,6 +2,8 @@ package cli_test
 
 import (
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -195,5 +197,37 @@ func TestSteerFindsARunInItsEarlierDirectory(t *testing.T) {
 	}
 	if got := entries(t, legacy); len(got) != 2 {
 		t.Errorf("the run's earlier directory holds %v, want state.json and the steer request", got)
+	}
+}
+
+// Issue 13, §6: a per-worker ceiling the run's budget can never give is
+// a usage error naming both flags, before anything runs or is written.
+func TestSupervisePerWorkerCeilingOverTheBudgetIsUsage(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		flags []string
+		want  []string
+	}{
+		{"dollars the budget does not cover", []string{"--worker-usd", "1"}, []string{"--worker-usd $1", "give --budget-usd"}},
+		{"tokens over the budget", []string{"--worker-tokens", "5000", "--budget-tokens", "1000"}, []string{"--worker-tokens 5000", "--budget-tokens 1000"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			runDir := filepath.Join(dir, "run")
+			args := append([]string{"supervise", supManager, "--task", "x", "--worker", noteWriter, "--run-dir", runDir,
+				"--db", filepath.Join(dir, "s.db")}, tc.flags...)
+			out, errOut, code := run(t, "", args...)
+			if code != cli.ExitUsage {
+				t.Fatalf("exit %d, want 2\nstdout: %s\nstderr: %s", code, out, errOut)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(errOut, w) {
+					t.Errorf("stderr %q does not say %q", errOut, w)
+				}
+			}
+			if _, err := os.Stat(runDir); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("the refused run made its run dir (%v)", err)
+			}
+		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -92,6 +93,36 @@ func resumeRefusal(err error, flags map[string]string) error {
 		return usage("%s is %s but the run's journal holds %s: a resumed run keeps its budget; resume with the graph file that started the run", name, given, journaled)
 	}
 	return usage("%s %s differs from the run's journal, which holds %s: a resumed run keeps its task and budget; omit %s to continue with the journaled value", name, given, journaled, name)
+}
+
+// perWorkerRefusal is err, when Supervise refused a per-worker ceiling
+// the run's budget can never give, as a usage error (exit 2) naming the
+// flags and what to do; otherwise nil.
+func perWorkerRefusal(err error) error {
+	var pw *supervise.PerWorkerExceedsBudgetError
+	if !errors.As(err, &pw) {
+		return nil
+	}
+	flagOf := func(field string) string {
+		if name, ok := superviseResumeFlags[field]; ok {
+			return name
+		}
+		return field
+	}
+	flag, budgetFlag := flagOf(pw.Field), flagOf("Budget"+strings.TrimPrefix(pw.Field, "PerWorker"))
+	amount := func(v int64) string {
+		s := strconv.FormatInt(v, 10)
+		if pw.Field == "PerWorker.MicroUSD" {
+			return microDollars(s)
+		}
+		return s
+	}
+	if pw.Budget == nil {
+		return usage("%s %s asks each worker for what the run's budget does not cover, so every spawn would be refused: give %s too, or leave %s out",
+			flag, amount(pw.PerWorker), budgetFlag, flag)
+	}
+	return usage("%s %s is more than the whole run's %s %s, so no worker could ever reserve it: lower %s or raise %s",
+		flag, amount(pw.PerWorker), budgetFlag, amount(*pw.Budget), flag, budgetFlag)
 }
 
 // microDollars is a µUSD amount as text ("none" stays) in dollars.

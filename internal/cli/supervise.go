@@ -308,6 +308,9 @@ none or its journal lost part of it, 2 on usage errors.`,
 				if refusal := resumeRefusal(err, superviseResumeFlags); refusal != nil {
 					return refusal
 				}
+				if refusal := perWorkerRefusal(err); refusal != nil {
+					return refusal
+				}
 				var exists *supervise.RunExistsError
 				if errors.As(err, &exists) {
 					return usage("%s", runExistsText(exists))
