@@ -107,11 +107,14 @@ func (s *Scope) chargedLocked(n *node, spent ledger.Spend) {
 		}
 		return nil
 	}
-	over := false // charged past its reservation: p's ceiling may spill
+	// over: charged past its reservation, or on a channel it reserved
+	// nothing of (spend p's carved pool only observed): p's ceiling may
+	// spill.
+	over := false
 	add := func(ch string, v, ceiling *int64) {
 		if c := charge(v, ceiling); c != nil {
 			p.carve.kids[ch] += *c
-			over = over || ceiling != nil && *c > *ceiling
+			over = over || ceiling == nil && *c > 0 || ceiling != nil && *c > *ceiling
 		}
 	}
 	add(ledger.ChannelTokens, spent.Tokens, n.Reserved.Tokens)
