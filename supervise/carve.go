@@ -25,7 +25,8 @@ import (
 // while children still hold tickets, its ticket keeps its ceiling until
 // the last of them settles. A node whose reservation has no token or no
 // iteration ceiling cannot be carved: its children reserve from the
-// run's pool.
+// pool it drew on (its nearest carvable ancestor's, else the run's), so
+// a grant bounds its whole subtree however deep.
 //
 // MaxLiveWorkers counts the whole tree and MaxDepth every level, as the
 // reference's one admission counter and maxDepth do.
@@ -76,26 +77,43 @@ func (s *Scope) carveLocked(n *node) *carved {
 	return n.carve
 }
 
-// poolOfLocked is the pool n's ticket was drawn from: its parent's
+// carverLocked is the node whose carved pool a child of id reserves
+// from: id itself or, when id cannot be carved, its nearest ancestor
+// that can (an uncarvable node is transparent: its children stay within
+// the grant it drew on); nil when there is none (the run's pool). With
+// make, the pool is made when missing; without, a carver that has none
+// yet is nil. s.mu is held.
+func (s *Scope) carverLocked(id NodeID, make bool) *node {
+	for q := s.nodes[id]; q != nil && q.ID != s.root; q = s.nodes[q.Parent] {
+		if !carvable(q.Reserved) {
+			continue
+		}
+		if make {
+			s.carveLocked(q)
+		}
+		if q.carve == nil {
+			return nil
+		}
+		return q
+	}
+	return nil
+}
+
+// poolOfLocked is the pool n's ticket was drawn from: its carver's
 // carved pool, else the run's.
 func (s *Scope) poolOfLocked(n *node) *ledger.Pool {
-	if n.Parent != s.root {
-		if p := s.nodes[n.Parent]; p != nil && p.carve != nil {
-			return p.carve.pool
-		}
+	if p := s.carverLocked(n.Parent, false); p != nil {
+		return p.carve.pool
 	}
 	return s.pool
 }
 
-// chargedLocked notes on n's parent's carved pool what n was charged
+// chargedLocked notes on n's carver's carved pool what n was charged
 // there (spent; a nil channel at n's ceiling), and settles n's mirror on
-// its parent's turn gate with the same; s.mu is held.
+// its carver's turn gate with the same; s.mu is held.
 func (s *Scope) chargedLocked(n *node, spent ledger.Spend) {
-	if n.Parent == s.root {
-		return
-	}
-	p := s.nodes[n.Parent]
-	if p == nil || p.carve == nil {
+	p := s.carverLocked(n.Parent, false)
+	if p == nil {
 		return
 	}
 	charge := func(v, ceiling *int64) *int64 {
@@ -192,10 +210,7 @@ func (s *Scope) spillLocked(p *node) {
 		return
 	}
 	s.poolOfLocked(p).Observe(over)
-	if p.Parent == s.root {
-		return
-	}
-	if q := s.nodes[p.Parent]; q != nil && q.carve != nil {
+	if q := s.carverLocked(p.Parent, false); q != nil {
 		for ch, v := range map[string]*int64{ledger.ChannelTokens: over.Tokens, ledger.ChannelIterations: over.Iterations, ledger.ChannelUSD: over.MicroUSD} {
 			q.carve.kids[ch] += *v
 		}
@@ -221,7 +236,7 @@ func (s *Scope) passUpUSDLocked(p *node, v *int64) {
 			pool.Observe(sp)
 			return
 		}
-		owner := s.nodes[q.Parent]
+		owner := s.carverLocked(q.Parent, false)
 		if owner.carve.usdCapped {
 			pool.Observe(sp)
 			if v != nil && *v >= 0 {
@@ -288,7 +303,7 @@ func (s *Scope) gateLocked(id NodeID, left ledger.Budget, now func() time.Time) 
 	}
 	c.gate, c.gated = g, map[NodeID]*ledger.Ticket{}
 	for _, k := range s.order {
-		if k.Parent == id && k.live() {
+		if k.live() && k.Parent != s.root && s.carverLocked(k.Parent, false) == n {
 			s.mirrorLocked(c, k)
 		}
 	}
@@ -388,6 +403,5 @@ func (s *Scope) Carved(id NodeID) (r ledger.Readout, ok bool) {
 func (s *Scope) carvedFor(parent NodeID) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := s.nodes[parent]
-	return parent != "" && parent != s.root && n != nil && n.carve != nil
+	return parent != "" && s.carverLocked(parent, false) != nil
 }

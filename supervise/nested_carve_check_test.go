@@ -267,3 +267,34 @@ func TestCarveCheckUnreservedChannelSpillsPastAnInDoubtLead(t *testing.T) {
 		t.Errorf("the run's pool charged %d iterations, want the child's 5", got)
 	}
 }
+
+// §3.6 nested scope: a lead's grant bounds its whole subtree, however
+// deep. A manager under the lead whose reservation has no token ceiling
+// cannot be carved; its children reserve where it did, in the lead's
+// carved pool, so a grandchild asking for more tokens than the lead was
+// granted is refused budget-exhausted though the run's pool has room,
+// and one that fits is held by the lead's pool, not the run's.
+func TestCarveCheckUncarvableMidManagerStaysInItsLeadsGrant(t *testing.T) {
+	s, pool := carveCheckScope(t, supervise.ScopeOptions{})
+	lead := mustSpawn(t, s, supervise.SpawnRequest{Profile: "lead", Budget: checkLeadGrant(true)})
+	mid := mustSpawn(t, s, supervise.SpawnRequest{Parent: lead, Profile: "mid", Budget: ledger.Budget{Iterations: i64(1)}})
+	_, err := s.Spawn(supervise.SpawnRequest{Parent: mid, Profile: "writer", Budget: ledger.Budget{Tokens: i64(3000), Iterations: i64(1)}})
+	var r *supervise.Refusal
+	if !errors.As(err, &r) || r.Code != supervise.CodeBudgetExhausted || r.Cause != ledger.ChannelTokens {
+		t.Fatalf("a grandchild past the lead's 2500 tokens: %v, want budget-exhausted (tokens)", err)
+	}
+	kid := mustSpawn(t, s, supervise.SpawnRequest{Parent: mid, Profile: "writer", Budget: ledger.Budget{Tokens: i64(2000), Iterations: i64(1)}})
+	if got := pool.Readout().Channels[ledger.ChannelTokens].Reserved; got != 2500 {
+		t.Errorf("the run's pool holds %d tokens, want the lead's 2500 alone", got)
+	}
+	if c, _ := s.Carved(lead); c.Channels[ledger.ChannelTokens].Reserved != 2000 {
+		t.Errorf("the lead's carved pool holds %d tokens, want the grandchild's 2000", c.Channels[ledger.ChannelTokens].Reserved)
+	}
+	for _, id := range []supervise.NodeID{kid, mid, lead} {
+		if _, err := s.Settle(id, supervise.Result{State: supervise.StateDone, Spent: ledger.Spend{Tokens: i64(100), Iterations: i64(1), MicroUSD: i64(5)}}); err != nil {
+			t.Fatal(err)
+		}
+		checkAllConserved(t, s, pool, "settled "+string(id))
+	}
+	checkRunMatchesTotals(t, s, pool, "all settled")
+}

@@ -452,10 +452,9 @@ func (s *Scope) Spawn(req SpawnRequest) (SpawnReply, error) {
 	budget := mergeBudget(req.Budget, s.opts.PerWorker)
 	from, owner := s.pool, "the root"
 	var carve *carved
-	if req.Parent != s.root {
-		if carve = s.carveLocked(s.nodes[req.Parent]); carve != nil {
-			from, owner = carve.pool, "the manager "+string(req.Parent)
-		}
+	if c := s.carverLocked(req.Parent, true); c != nil {
+		carve = c.carve
+		from, owner = carve.pool, "the manager "+string(c.ID)
 	}
 	reserve := from.Reserve
 	if s.replaying {
