@@ -47,6 +47,13 @@ type carved struct {
 	// to the pool its ticket is in as it happened (spillLocked): its
 	// ticket's settlement leaves it out.
 	spilled map[string]int64
+	// base is, once its owner's ticket settled, per capped channel what
+	// of its children's charges and reservations that ticket covered
+	// (its ceiling on a channel charged unknown): a descendant's charge
+	// arriving later, past an in-doubt child's ceiling, spills from
+	// there, not from the ceiling the ticket no longer holds. Nil while
+	// the ticket is open.
+	base map[string]int64
 	// deferred holds its owner's own spend once it settled while its
 	// children still held tickets here: its ticket is settled when the
 	// last of them is (settleTicketLocked), as the reference's nested
@@ -187,7 +194,11 @@ func (s *Scope) spillLocked(p *node) {
 		if ceiling == nil || !held.Channels[ch].Capped {
 			return &zero
 		}
-		v := p.carve.kids[ch] + held.Channels[ch].Reserved - *ceiling - p.carve.spilled[ch]
+		covered := *ceiling
+		if b, ok := p.carve.base[ch]; ok {
+			covered = b
+		}
+		v := p.carve.kids[ch] + held.Channels[ch].Reserved - covered - p.carve.spilled[ch]
 		if v <= 0 {
 			return &zero
 		}
@@ -363,6 +374,25 @@ func (s *Scope) settleTicketLocked(n *node, own ledger.Spend, mayDefer bool) err
 		return nil
 	}
 	charged := s.subtreeSpendLocked(n, own)
+	if c := n.carve; c != nil {
+		held := c.pool.Readout()
+		c.base = map[string]int64{}
+		cover := func(ch string, v, ceiling *int64) {
+			switch {
+			case ceiling == nil:
+			case v != nil:
+				c.base[ch] = c.kids[ch] + held.Channels[ch].Reserved - c.spilled[ch]
+			default:
+				c.base[ch] = *ceiling
+			}
+		}
+		cover(ledger.ChannelTokens, charged.Tokens, n.Reserved.Tokens)
+		cover(ledger.ChannelIterations, charged.Iterations, n.Reserved.Iterations)
+		cover(ledger.ChannelUSD, charged.MicroUSD, n.Reserved.MicroUSD)
+		for name, r := range n.Reserved.Resources {
+			cover("resource:"+name, charged.Resources[name], &r)
+		}
+	}
 	err := s.poolOfLocked(n).Settle(n.ticket, charged)
 	n.ticket = nil
 	s.chargedLocked(n, charged)

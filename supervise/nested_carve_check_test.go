@@ -298,3 +298,28 @@ func TestCarveCheckUncarvableMidManagerStaysInItsLeadsGrant(t *testing.T) {
 	}
 	checkRunMatchesTotals(t, s, pool, "all settled")
 }
+
+// §3.6 conservation, a charge arriving after its lead settled: lead A
+// settles while its manager B still runs (A's ticket waits for B); B goes
+// in doubt (charged its ceiling of 3 iterations in A's pool), which lets
+// A's ticket settle at 3. B's worker C then overspends its 2 iterations
+// by 2, 1 past B's ceiling: that 1 spills through A's pool, whose
+// ticket no longer holds its ceiling of 4, into the run's pool.
+func TestCarveCheckLateSpillPastASettledLead(t *testing.T) {
+	s, pool := carveCheckScope(t, supervise.ScopeOptions{})
+	a := mustSpawn(t, s, supervise.SpawnRequest{Profile: "a", Budget: ledger.Budget{Tokens: i64(3000), Iterations: i64(4)}})
+	b := mustSpawn(t, s, supervise.SpawnRequest{Parent: a, Profile: "b", Budget: ledger.Budget{Tokens: i64(2000), Iterations: i64(3)}})
+	c := mustSpawn(t, s, supervise.SpawnRequest{Parent: b, Profile: "c", Budget: ledger.Budget{Tokens: i64(200), Iterations: i64(2)}})
+	if _, err := s.Settle(a, supervise.Result{State: supervise.StateDone, Spent: ledger.Spend{Tokens: i64(10), Iterations: i64(0), MicroUSD: i64(0)}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MarkInDoubt(b); err != nil {
+		t.Fatal(err)
+	}
+	checkAllConserved(t, s, pool, "b in doubt")
+	if _, err := s.Settle(c, supervise.Result{State: supervise.StateDone, Spent: ledger.Spend{Tokens: i64(50), Iterations: i64(4), MicroUSD: i64(0)}}); err != nil {
+		t.Fatal(err)
+	}
+	checkAllConserved(t, s, pool, "c settled")
+	checkRunMatchesTotals(t, s, pool, "c settled")
+}
