@@ -132,14 +132,9 @@ func (s *Scope) chargedLocked(n *node, spent ledger.Spend) {
 		}
 		return nil
 	}
-	// over: charged past its reservation, or on a channel it reserved
-	// nothing of (spend p's carved pool only observed): p's ceiling may
-	// spill.
-	over := false
 	add := func(ch string, v, ceiling *int64) {
 		if c := charge(v, ceiling); c != nil {
 			p.carve.kids[ch] += *c
-			over = over || ceiling == nil && *c > 0 || ceiling != nil && *c > *ceiling
 		}
 	}
 	add(ledger.ChannelTokens, spent.Tokens, n.Reserved.Tokens)
@@ -153,9 +148,10 @@ func (s *Scope) chargedLocked(n *node, spent ledger.Spend) {
 		add("resource:"+name, spent.Resources[name], &c)
 	}
 	p.carve.open--
-	if over {
-		s.spillLocked(p)
-	}
+	// Any charge may take p's children past what p's ticket covers: a
+	// child that overspent, spent on a channel it reserved nothing of,
+	// or whose siblings already overspent.
+	s.spillLocked(p)
 	defer func() {
 		// p settled while its children held tickets here: the last of
 		// them settling settles p's.
@@ -176,29 +172,33 @@ func (s *Scope) chargedLocked(n *node, spent ledger.Spend) {
 }
 
 // spillLocked charges the pool p's ticket is in with what p's
-// children's charges and live reservations came to beyond p's ceiling
-// and was not charged yet: a child that overspent its reservation (a
-// ledger.Violation in p's carved pool) spent it from the run, and p's
-// ticket, which holds only p's ceiling until p settles, would hide it.
+// children's charges came to beyond what p's ticket covers (its
+// ceiling, or once settled its base) and was not charged yet: a child
+// that overspent its reservation (a ledger.Violation in p's carved
+// pool) spent it from the run, and p's ticket, which holds only p's
+// ceiling until p settles, would hide it. Live reservations are left
+// out: one that settles for less would have spilt what was never spent,
+// past recall when p's ticket is then charged its ceiling.
 // Up p's ancestry each carved pool notes it as its child's charge in
 // turn; s.mu is held.
 func (s *Scope) spillLocked(p *node) {
 	if p == nil || p.carve == nil {
 		return
 	}
-	held := p.carve.pool.Readout()
 	var over ledger.Spend
 	spilt := false
+	// A carved pool caps exactly the channels p's reservation has a
+	// ceiling on.
 	spill := func(ch string, ceiling *int64) *int64 {
 		zero := int64(0)
-		if ceiling == nil || !held.Channels[ch].Capped {
+		if ceiling == nil {
 			return &zero
 		}
 		covered := *ceiling
 		if b, ok := p.carve.base[ch]; ok {
 			covered = b
 		}
-		v := p.carve.kids[ch] + held.Channels[ch].Reserved - covered - p.carve.spilled[ch]
+		v := p.carve.kids[ch] - covered - p.carve.spilled[ch]
 		if v <= 0 {
 			return &zero
 		}
@@ -252,6 +252,7 @@ func (s *Scope) passUpUSDLocked(p *node, v *int64) {
 			pool.Observe(sp)
 			if v != nil && *v >= 0 {
 				owner.carve.kids[ledger.ChannelUSD] += *v
+				s.spillLocked(owner) // its ticket may have settled already
 			}
 			return
 		}

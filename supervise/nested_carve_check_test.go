@@ -323,3 +323,58 @@ func TestCarveCheckLateSpillPastASettledLead(t *testing.T) {
 	checkAllConserved(t, s, pool, "c settled")
 	checkRunMatchesTotals(t, s, pool, "c settled")
 }
+
+// §3.6 conservation, §6 reconcile: a lead's child X overspends (11
+// iterations on no iteration ceiling) while its sibling Y still holds a
+// reservation of 2; Y then settles for 1, and the lead settles leaving
+// its own iterations unreported (charged its ceiling). The run's pool
+// charges the subtree's 12 iterations, as the totals count them: what
+// spills past the lead's ceiling is what its children spent, never a
+// live reservation that later settled for less.
+func TestCarveCheckSpillCountsChargesNotReservations(t *testing.T) {
+	s, pool := carveCheckScope(t, supervise.ScopeOptions{})
+	lead := mustSpawn(t, s, supervise.SpawnRequest{Profile: "lead", Budget: ledger.Budget{Tokens: i64(3000), Iterations: i64(2)}})
+	x := mustSpawn(t, s, supervise.SpawnRequest{Parent: lead, Profile: "x", Budget: ledger.Budget{Tokens: i64(100)}})
+	y := mustSpawn(t, s, supervise.SpawnRequest{Parent: lead, Profile: "y", Budget: ledger.Budget{Tokens: i64(100), Iterations: i64(2)}})
+	for _, st := range []struct {
+		id supervise.NodeID
+		sp ledger.Spend
+	}{
+		{x, ledger.Spend{Tokens: i64(50), Iterations: i64(11), MicroUSD: i64(0)}},
+		{y, ledger.Spend{Tokens: i64(50), Iterations: i64(1), MicroUSD: i64(0)}},
+		{lead, ledger.Spend{Tokens: i64(10), MicroUSD: i64(0)}},
+	} {
+		if _, err := s.Settle(st.id, supervise.Result{State: supervise.StateDone, Spent: st.sp}); err != nil {
+			t.Fatal(err)
+		}
+		checkAllConserved(t, s, pool, "settled "+string(st.id))
+	}
+	checkRunMatchesTotals(t, s, pool, "all settled")
+}
+
+// §3.6 conservation, dollars a carved pool does not cap: a lead with a
+// dollar ceiling settles (its ticket waits for its manager M, whose
+// grant names no dollars); M goes in doubt, which settles the lead's
+// ticket; M's worker then reports $0.000002. Those dollars go up to the
+// lead's pool, the nearest that caps them, and on into the run's pool,
+// the lead's ticket being closed already.
+func TestCarveCheckUncappedDollarsPastASettledLead(t *testing.T) {
+	s, pool := carveCheckScope(t, supervise.ScopeOptions{})
+	lead := mustSpawn(t, s, supervise.SpawnRequest{Profile: "lead", Budget: ledger.Budget{Tokens: i64(3000), Iterations: i64(4), MicroUSD: i64(100_000)}})
+	m := mustSpawn(t, s, supervise.SpawnRequest{Parent: lead, Profile: "m", Budget: ledger.Budget{Tokens: i64(1000), Iterations: i64(2)}})
+	w := mustSpawn(t, s, supervise.SpawnRequest{Parent: m, Profile: "w", Budget: ledger.Budget{Tokens: i64(100), Iterations: i64(1)}})
+	if _, err := s.Settle(lead, supervise.Result{State: supervise.StateDone, Spent: ledger.Spend{Tokens: i64(10), Iterations: i64(1), MicroUSD: i64(10)}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MarkInDoubt(m); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Settle(w, supervise.Result{State: supervise.StateDone, Spent: ledger.Spend{Tokens: i64(50), Iterations: i64(1), MicroUSD: i64(2)}}); err != nil {
+		t.Fatal(err)
+	}
+	checkAllConserved(t, s, pool, "w settled")
+	checkRunMatchesTotals(t, s, pool, "w settled")
+	if got := pool.Readout().Channels[ledger.ChannelUSD].Committed; got != 12 {
+		t.Errorf("the run's pool charged %d micro-dollars, want the lead's 10 and its worker's 2", got)
+	}
+}
