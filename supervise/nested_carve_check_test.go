@@ -1,13 +1,18 @@
 package supervise_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentrt/agentrt/internal/pgtest"
+	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/ledger"
+	"github.com/agentrt/agentrt/store/postgres"
 	"github.com/agentrt/agentrt/supervise"
 )
 
@@ -376,5 +381,54 @@ func TestCarveCheckUncappedDollarsPastASettledLead(t *testing.T) {
 	checkRunMatchesTotals(t, s, pool, "w settled")
 	if got := pool.Readout().Channels[ledger.ChannelUSD].Committed; got != 12 {
 		t.Errorf("the run's pool charged %d micro-dollars, want the lead's 10 and its worker's 2", got)
+	}
+}
+
+// §3.6, §13 resume: TestNestedCarvedPoolResumesFromEverySQLiteCut on a
+// PostgreSQL store journal. Every cut of the journal resumes to a run
+// whose lead's subtree stays within its grant, whose lead's refusals are
+// budget-exhausted only, and which does not end budget-exhausted.
+func TestCarveCheckResumesFromEveryPostgresCut(t *testing.T) {
+	pgJournal := func(t *testing.T) func(*supervise.Options) {
+		st, err := postgres.Open(context.Background(), pgtest.Schema(t), postgres.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return func(o *supervise.Options) { o.SpawnStore, o.SpawnLeaseTTL = st, kernel.MinLeaseTTL }
+	}
+	count := func(ctx context.Context, n *atomic.Int64, keep int64) context.Context {
+		return supervise.WithSpawnLogWrapper(ctx, func(sl supervise.SpawnLog) supervise.SpawnLog {
+			return countAppends{SpawnLog: sl, n: n, keep: keep}
+		})
+	}
+	var total atomic.Int64
+	if _, _, err := carveRunOn(count(context.Background(), &total, 0), t, t.TempDir(), false, "uncut", pgJournal(t)); err != nil {
+		t.Fatal(err)
+	}
+	if total.Load() < 4 {
+		t.Fatalf("the run made %d appends, want a spawn and settlement each at least", total.Load())
+	}
+	for keep := int64(1); keep < total.Load(); keep++ {
+		where := fmt.Sprintf("postgres, resumed after %d of %d appends", keep, total.Load())
+		dir, set := t.TempDir(), pgJournal(t)
+		var n atomic.Int64
+		_, _, _ = carveRunOn(count(context.Background(), &n, keep), t, dir, false, where+" (cut run)", set)
+		res, refused, err := carveRunOn(context.Background(), t, dir, true, where, set)
+		if err != nil {
+			t.Fatalf("%s: %v", where, err)
+		}
+		if !res.Resumed {
+			t.Fatalf("%s: the run was not resumed", where)
+		}
+		for _, r := range refused {
+			if r.Code != supervise.CodeBudgetExhausted {
+				t.Errorf("%s: the lead's spawn refused %s, want budget-exhausted", where, r.Code)
+			}
+		}
+		checkSubtreeWithinGrant(t, res, where)
+		if res.Reason == supervise.ReasonBudgetExhausted {
+			t.Errorf("%s: the run ended budget-exhausted; the lead's grant running out is not the run's", where)
+		}
 	}
 }
