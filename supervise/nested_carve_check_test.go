@@ -1,14 +1,19 @@
 package supervise_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/internal/pgtest"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/ledger"
@@ -430,5 +435,92 @@ func TestCarveCheckResumesFromEveryPostgresCut(t *testing.T) {
 		if res.Reason == supervise.ReasonBudgetExhausted {
 			t.Errorf("%s: the run ended budget-exhausted; the lead's grant running out is not the run's", where)
 		}
+	}
+}
+
+// §3.6 spentTotal and spendGaps with a nested lead, behaviour 41: the
+// run's result counts the lead and its writers once (TreeCharged), its
+// spentTotal is driverInference plus childWork, its Known flags are
+// false exactly on the channels a gap names, and the store ledger's
+// charged members (LedgerEntries, what runs show prints) sum to
+// spentTotal; writers that report nothing are charged their ceilings
+// and named in the gaps — on the uncut run and on every cut of its file journal
+// resumed (a crash at any record).
+func TestCarveCheckResultAndLedgerSumWithANestedLead(t *testing.T) {
+	check := func(res supervise.SupervisedResult, where string) {
+		t.Helper()
+		sum := map[string]int64{}
+		for _, e := range supervise.LedgerEntries(res) {
+			charged, ok := e.Get("charged")
+			if !ok {
+				t.Fatalf("%s: a ledger entry without charged: %s", where, canonjson.Marshal(e))
+			}
+			for _, m := range charged.Members() {
+				sum[m.Name] += int64(m.Value.Float())
+			}
+		}
+		want := map[string]int64{"tokens": res.Spent.Tokens, "iterations": res.Spent.Iterations, "microUsd": res.Spent.MicroUSD}
+		if d := cmp.Diff(want, sum); d != "" {
+			t.Errorf("%s: the ledger's charged members differ from spentTotal (-spent +ledger):\n%s", where, d)
+		}
+		b := res.Breakdown
+		parts := map[string]int64{"tokens": b.DriverInference.Tokens + b.ChildWork.Tokens, "iterations": b.DriverInference.Iterations + b.ChildWork.Iterations,
+			"microUsd": b.DriverInference.MicroUSD + b.ChildWork.MicroUSD}
+		if d := cmp.Diff(want, parts); d != "" {
+			t.Errorf("%s: driverInference + childWork differ from spentTotal (-spent +parts):\n%s", where, d)
+		}
+		named := map[string]bool{}
+		for _, g := range res.SpendGaps {
+			for _, ch := range g.Channels {
+				named[ch] = true
+			}
+		}
+		if res.Spent.TokensKnown == named[ledger.ChannelTokens] || res.Spent.USDKnown == named[ledger.ChannelUSD] {
+			t.Errorf("%s: spentTotal %+v, gaps %+v: a channel is known exactly when no gap names it", where, res.Spent, res.SpendGaps)
+		}
+		var lead, writers int64
+		for _, n := range res.Tree {
+			if n.Settlement == nil || n.Settlement.Spent.Tokens == nil {
+				continue
+			}
+			if n.ID == "run1:s1" {
+				lead = *n.Settlement.Spent.Tokens
+			} else {
+				writers += *n.Settlement.Spent.Tokens
+			}
+		}
+		if res.Spent.TokensKnown && b.ChildWork.Tokens != lead+writers {
+			t.Errorf("%s: childWork %d tokens, want the lead's own %d and its writers' %d, counted once", where, b.ChildWork.Tokens, lead, writers)
+		}
+	}
+	dir := t.TempDir()
+	res, _ := carveRun(t, dir, false, "uncut")
+	// The writers' scripted provider has no turn for their tasks: they
+	// fail unreported, charged at their 1,000-token ceilings and named
+	// in the gaps, never counted 0; the lead's own 100 is measured.
+	gapped := map[supervise.NodeID]bool{}
+	for _, g := range res.SpendGaps {
+		gapped[g.ID] = slices.Contains(g.Channels, ledger.ChannelTokens)
+	}
+	if res.Spent.Tokens != 2100 || res.Spent.TokensKnown || !gapped["run1:s1:s2"] || !gapped["run1:s1:s3"] || gapped["run1:s1"] {
+		t.Fatalf("uncut: spent %+v, gaps %+v: want 2,100 tokens unknown, the two writers named", res.Spent, res.SpendGaps)
+	}
+	check(res, "uncut")
+	full, err := os.ReadFile(filepath.Join(dir, supervise.SpawnJournalFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(bytes.TrimSuffix(full, []byte("\n")), []byte("\n"))
+	for keep := 1; keep < len(lines); keep++ {
+		where := fmt.Sprintf("resumed from %d of %d records", keep, len(lines))
+		cut := filepath.Join(t.TempDir(), "run")
+		if err := os.CopyFS(cut, os.DirFS(dir)); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(cut, supervise.SpawnJournalFile), bytes.Join(lines[:keep], nil), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		res, _ := carveRun(t, cut, true, where)
+		check(res, where)
 	}
 }
