@@ -524,3 +524,23 @@ func TestCarveCheckResultAndLedgerSumWithANestedLead(t *testing.T) {
 		check(res, where)
 	}
 }
+
+// Behaviour 44, refusal order under a lead: a key whose earlier spawn
+// is in doubt refuses in-doubt even when the new request differs (the
+// reference's scope.ts spawn refuses an in-doubt key before it compares
+// identities; key-conflict would send the driver after the wrong fix,
+// when no request can run beside the unrecovered start).
+func TestCarveCheckInDoubtKeyBeforeKeyConflictBehaviour44(t *testing.T) {
+	s, _ := carveCheckScope(t, supervise.ScopeOptions{})
+	lead := mustSpawn(t, s, supervise.SpawnRequest{Profile: "lead", Budget: checkLeadGrant(true)})
+	writer := ledger.Budget{Tokens: i64(1000), Iterations: i64(1)}
+	id := mustSpawn(t, s, supervise.SpawnRequest{Parent: lead, Profile: "writer", Task: "a", Key: "k", Budget: writer})
+	if err := s.MarkInDoubt(id); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Spawn(supervise.SpawnRequest{Parent: lead, Profile: "writer", Task: "b", Key: "k", Budget: writer})
+	var r *supervise.Refusal
+	if !errors.As(err, &r) || r.Code != supervise.CodeInDoubt {
+		t.Fatalf("a different request under an in-doubt key: %v, want in-doubt", err)
+	}
+}
