@@ -25,7 +25,8 @@ import (
 // while children still hold tickets, its ticket keeps its ceiling until
 // the last of them settles. A node whose reservation has no token or no
 // iteration ceiling cannot be carved: its children reserve from the
-// run's pool.
+// pool it drew on (its nearest carvable ancestor's, else the run's), so
+// a grant bounds its whole subtree however deep.
 //
 // MaxLiveWorkers counts the whole tree and MaxDepth every level, as the
 // reference's one admission counter and maxDepth do.
@@ -46,6 +47,13 @@ type carved struct {
 	// to the pool its ticket is in as it happened (spillLocked): its
 	// ticket's settlement leaves it out.
 	spilled map[string]int64
+	// base is, once its owner's ticket settled, per capped channel what
+	// of its children's charges and reservations that ticket covered
+	// (its ceiling on a channel charged unknown): a descendant's charge
+	// arriving later, past an in-doubt child's ceiling, spills from
+	// there, not from the ceiling the ticket no longer holds. Nil while
+	// the ticket is open.
+	base map[string]int64
 	// deferred holds its owner's own spend once it settled while its
 	// children still held tickets here: its ticket is settled when the
 	// last of them is (settleTicketLocked), as the reference's nested
@@ -76,26 +84,43 @@ func (s *Scope) carveLocked(n *node) *carved {
 	return n.carve
 }
 
-// poolOfLocked is the pool n's ticket was drawn from: its parent's
+// carverLocked is the node whose carved pool a child of id reserves
+// from: id itself or, when id cannot be carved, its nearest ancestor
+// that can (an uncarvable node is transparent: its children stay within
+// the grant it drew on); nil when there is none (the run's pool). With
+// make, the pool is made when missing; without, a carver that has none
+// yet is nil. s.mu is held.
+func (s *Scope) carverLocked(id NodeID, make bool) *node {
+	for q := s.nodes[id]; q != nil && q.ID != s.root; q = s.nodes[q.Parent] {
+		if !carvable(q.Reserved) {
+			continue
+		}
+		if make {
+			s.carveLocked(q)
+		}
+		if q.carve == nil {
+			return nil
+		}
+		return q
+	}
+	return nil
+}
+
+// poolOfLocked is the pool n's ticket was drawn from: its carver's
 // carved pool, else the run's.
 func (s *Scope) poolOfLocked(n *node) *ledger.Pool {
-	if n.Parent != s.root {
-		if p := s.nodes[n.Parent]; p != nil && p.carve != nil {
-			return p.carve.pool
-		}
+	if p := s.carverLocked(n.Parent, false); p != nil {
+		return p.carve.pool
 	}
 	return s.pool
 }
 
-// chargedLocked notes on n's parent's carved pool what n was charged
+// chargedLocked notes on n's carver's carved pool what n was charged
 // there (spent; a nil channel at n's ceiling), and settles n's mirror on
-// its parent's turn gate with the same; s.mu is held.
+// its carver's turn gate with the same; s.mu is held.
 func (s *Scope) chargedLocked(n *node, spent ledger.Spend) {
-	if n.Parent == s.root {
-		return
-	}
-	p := s.nodes[n.Parent]
-	if p == nil || p.carve == nil {
+	p := s.carverLocked(n.Parent, false)
+	if p == nil {
 		return
 	}
 	charge := func(v, ceiling *int64) *int64 {
@@ -107,11 +132,9 @@ func (s *Scope) chargedLocked(n *node, spent ledger.Spend) {
 		}
 		return nil
 	}
-	over := false // charged past its reservation: p's ceiling may spill
 	add := func(ch string, v, ceiling *int64) {
 		if c := charge(v, ceiling); c != nil {
 			p.carve.kids[ch] += *c
-			over = over || ceiling != nil && *c > *ceiling
 		}
 	}
 	add(ledger.ChannelTokens, spent.Tokens, n.Reserved.Tokens)
@@ -125,9 +148,10 @@ func (s *Scope) chargedLocked(n *node, spent ledger.Spend) {
 		add("resource:"+name, spent.Resources[name], &c)
 	}
 	p.carve.open--
-	if over {
-		s.spillLocked(p)
-	}
+	// Any charge may take p's children past what p's ticket covers: a
+	// child that overspent, spent on a channel it reserved nothing of,
+	// or whose siblings already overspent.
+	s.spillLocked(p)
 	defer func() {
 		// p settled while its children held tickets here: the last of
 		// them settling settles p's.
@@ -148,25 +172,33 @@ func (s *Scope) chargedLocked(n *node, spent ledger.Spend) {
 }
 
 // spillLocked charges the pool p's ticket is in with what p's
-// children's charges and live reservations came to beyond p's ceiling
-// and was not charged yet: a child that overspent its reservation (a
-// ledger.Violation in p's carved pool) spent it from the run, and p's
-// ticket, which holds only p's ceiling until p settles, would hide it.
+// children's charges came to beyond what p's ticket covers (its
+// ceiling, or once settled its base) and was not charged yet: a child
+// that overspent its reservation (a ledger.Violation in p's carved
+// pool) spent it from the run, and p's ticket, which holds only p's
+// ceiling until p settles, would hide it. Live reservations are left
+// out: one that settles for less would have spilt what was never spent,
+// past recall when p's ticket is then charged its ceiling.
 // Up p's ancestry each carved pool notes it as its child's charge in
 // turn; s.mu is held.
 func (s *Scope) spillLocked(p *node) {
 	if p == nil || p.carve == nil {
 		return
 	}
-	held := p.carve.pool.Readout()
 	var over ledger.Spend
 	spilt := false
+	// A carved pool caps exactly the channels p's reservation has a
+	// ceiling on.
 	spill := func(ch string, ceiling *int64) *int64 {
 		zero := int64(0)
-		if ceiling == nil || !held.Channels[ch].Capped {
+		if ceiling == nil {
 			return &zero
 		}
-		v := p.carve.kids[ch] + held.Channels[ch].Reserved - *ceiling - p.carve.spilled[ch]
+		covered := *ceiling
+		if b, ok := p.carve.base[ch]; ok {
+			covered = b
+		}
+		v := p.carve.kids[ch] - covered - p.carve.spilled[ch]
 		if v <= 0 {
 			return &zero
 		}
@@ -189,10 +221,7 @@ func (s *Scope) spillLocked(p *node) {
 		return
 	}
 	s.poolOfLocked(p).Observe(over)
-	if p.Parent == s.root {
-		return
-	}
-	if q := s.nodes[p.Parent]; q != nil && q.carve != nil {
+	if q := s.carverLocked(p.Parent, false); q != nil {
 		for ch, v := range map[string]*int64{ledger.ChannelTokens: over.Tokens, ledger.ChannelIterations: over.Iterations, ledger.ChannelUSD: over.MicroUSD} {
 			q.carve.kids[ch] += *v
 		}
@@ -218,11 +247,12 @@ func (s *Scope) passUpUSDLocked(p *node, v *int64) {
 			pool.Observe(sp)
 			return
 		}
-		owner := s.nodes[q.Parent]
+		owner := s.carverLocked(q.Parent, false)
 		if owner.carve.usdCapped {
 			pool.Observe(sp)
 			if v != nil && *v >= 0 {
 				owner.carve.kids[ledger.ChannelUSD] += *v
+				s.spillLocked(owner) // its ticket may have settled already
 			}
 			return
 		}
@@ -285,7 +315,7 @@ func (s *Scope) gateLocked(id NodeID, left ledger.Budget, now func() time.Time) 
 	}
 	c.gate, c.gated = g, map[NodeID]*ledger.Ticket{}
 	for _, k := range s.order {
-		if k.Parent == id && k.live() {
+		if k.live() && k.Parent != s.root && s.carverLocked(k.Parent, false) == n {
 			s.mirrorLocked(c, k)
 		}
 	}
@@ -345,6 +375,25 @@ func (s *Scope) settleTicketLocked(n *node, own ledger.Spend, mayDefer bool) err
 		return nil
 	}
 	charged := s.subtreeSpendLocked(n, own)
+	if c := n.carve; c != nil {
+		held := c.pool.Readout()
+		c.base = map[string]int64{}
+		cover := func(ch string, v, ceiling *int64) {
+			switch {
+			case ceiling == nil:
+			case v != nil:
+				c.base[ch] = c.kids[ch] + held.Channels[ch].Reserved - c.spilled[ch]
+			default:
+				c.base[ch] = *ceiling
+			}
+		}
+		cover(ledger.ChannelTokens, charged.Tokens, n.Reserved.Tokens)
+		cover(ledger.ChannelIterations, charged.Iterations, n.Reserved.Iterations)
+		cover(ledger.ChannelUSD, charged.MicroUSD, n.Reserved.MicroUSD)
+		for name, r := range n.Reserved.Resources {
+			cover("resource:"+name, charged.Resources[name], &r)
+		}
+	}
 	err := s.poolOfLocked(n).Settle(n.ticket, charged)
 	n.ticket = nil
 	s.chargedLocked(n, charged)
@@ -385,6 +434,5 @@ func (s *Scope) Carved(id NodeID) (r ledger.Readout, ok bool) {
 func (s *Scope) carvedFor(parent NodeID) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := s.nodes[parent]
-	return parent != "" && parent != s.root && n != nil && n.carve != nil
+	return parent != "" && s.carverLocked(parent, false) != nil
 }

@@ -498,8 +498,9 @@
 // what the run's pool charged. A resumed run rebuilds the carved pools
 // by replaying the journal (spawns re-admitted, the manager's metered
 // turns observed, settlements charged in order). A reservation without
-// a token or iteration ceiling is not carved: its children reserve from
-// the run's pool.
+// a token or iteration ceiling is not carved: its children reserve
+// where it did, from its nearest carved ancestor's pool (the grant above
+// it bounds them too), else the run's.
 //
 // Restart intensity and abort (§3.6 "OTP breaker: more than maxRestarts
 // within withinMs → no-winner", and the no-winner arm aborted). As in the

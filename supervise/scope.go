@@ -309,7 +309,7 @@ type canonical struct {
 //  2. identity: invalid-identity (no profile, unknown or settled parent,
 //     control characters in label or key, a model outside AllowedModels);
 //     resume-with-key (a resume under any key, checked before the key);
-//  3. the key: key-conflict, in-doubt, duplicate-key, or a replay of a
+//  3. the key: in-doubt, key-conflict, duplicate-key, or a replay of a
 //     completed key (no new node, no spend);
 //  4. max-live-workers (before any reservation);
 //  5. depth-exceeded;
@@ -385,11 +385,14 @@ func (s *Scope) Spawn(req SpawnRequest) (SpawnReply, error) {
 		}
 		canon = string(b)
 		if k, ok := s.keys[req.Key]; ok {
+			// In doubt first, whatever the request: a start without a
+			// terminal receipt refuses before the request is compared
+			// (the reference's scope.ts spawn checks it first too).
 			switch {
-			case k.canon != canon:
-				return SpawnReply{}, s.refuse(CodeKeyConflict, "", "key "+req.Key+" was used by "+string(k.ID)+" with a different request", nil)
 			case k.InDoubt || k.NeverSettled:
 				return SpawnReply{}, s.refuse(CodeInDoubt, "", string(k.ID)+" started without a terminal receipt", nil)
+			case k.canon != canon:
+				return SpawnReply{}, s.refuse(CodeKeyConflict, "", "key "+req.Key+" was used by "+string(k.ID)+" with a different request", nil)
 			case k.live():
 				return SpawnReply{}, s.refuse(CodeDuplicateKey, "", string(k.ID)+" is live", nil)
 			case k.State == StateDone:
@@ -452,10 +455,9 @@ func (s *Scope) Spawn(req SpawnRequest) (SpawnReply, error) {
 	budget := mergeBudget(req.Budget, s.opts.PerWorker)
 	from, owner := s.pool, "the root"
 	var carve *carved
-	if req.Parent != s.root {
-		if carve = s.carveLocked(s.nodes[req.Parent]); carve != nil {
-			from, owner = carve.pool, "the manager "+string(req.Parent)
-		}
+	if c := s.carverLocked(req.Parent, true); c != nil {
+		carve = c.carve
+		from, owner = carve.pool, "the manager "+string(c.ID)
 	}
 	reserve := from.Reserve
 	if s.replaying {

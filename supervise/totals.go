@@ -175,7 +175,9 @@ func TreeCharged(nodes []NodeInfo) (counted []SpentTotal, gaps [][]string) {
 		if !ok {
 			continue
 		}
-		if holds[i] && carvable(nodes[j].Reserved) {
+		// An open ticket holds its carver's open: its parent's, or
+		// through an uncarvable parent that of the parent's carver.
+		if holds[i] {
 			holds[j] = true
 		}
 		if kids[j] == nil {
