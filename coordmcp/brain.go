@@ -404,5 +404,8 @@ func (b *HarnessBrain) prompt(c *supervise.Coordinator, task string) string {
 	}
 	s.WriteString(". When a worker delivered, or you have the result, submit it with submit_result (if granted), or end with stop.\n")
 	s.WriteString("A coordination tool's result may carry \"" + SteersMember + "\": messages the run's operator sent you while you worked; follow them.\n")
+	if st := c.Reentry(); st.Resumed {
+		s.WriteString(b.reentryNote(c.RunID(), st))
+	}
 	return s.String()
 }
