@@ -95,14 +95,22 @@ func (c *Coordinator) Reentry() ReentryState {
 	nodes := c.scope.Nodes()
 	c.log.mu.Lock()
 	out := ReentryState{JournalRows: c.log.rows.len(), PriorRows: c.log.prior}
+	if c.parent == nil {
+		out.Resumed = out.PriorRows > 0
+	} else {
+		// A nested manager re-enters when an earlier process admitted
+		// it (a resumed run drives it again under the same id, its
+		// worker made anew).
+		for i := range c.log.prior {
+			if r := c.log.rows.at(i); r.Kind == KindSpawned && r.Node == c.self {
+				out.Resumed = true
+				break
+			}
+		}
+	}
 	c.log.mu.Unlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.parent == nil {
-		out.Resumed = out.PriorRows > 0
-	} else if w := c.workers[c.self]; w != nil {
-		out.Resumed = w.replayed
-	}
 	var settled, live, inDoubt []ReentryWorker
 	for _, n := range nodes {
 		if n.Parent != c.self {

@@ -2,12 +2,15 @@ package supervise_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentrt/agentrt/internal/journaltest"
+	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/supervise"
 )
 
@@ -133,3 +136,78 @@ func TestReentryStateBoundedAndLive(t *testing.T) {
 		t.Errorf("live (-want +got):\n%s", diff)
 	}
 }
+
+// A nested manager the resumed run drives again re-enters too: its own
+// Reentry reads Resumed with its own settled child, while the root's
+// lists the nested manager as running — each view its direct children
+// only.
+func TestReentryStateOfRedrivenNestedManager(t *testing.T) {
+	dir := t.TempDir()
+	leadBudget := &supervise.SpawnBudget{Tokens: i64(2000), Iterations: i64(10), USD: ptrF(0.5)}
+	// The redriven lead returns only once the root read its state, so
+	// the root sees it running.
+	rootRead := make(chan struct{})
+	root := func(seen *supervise.ReentryState) supervise.Brain {
+		return supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+			if seen != nil {
+				*seen = c.Reentry()
+				close(rootRead)
+			}
+			if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "lead", Task: "lead", Label: "lead", Key: "kl", Budget: leadBudget}); err != nil {
+				return supervise.BrainReport{}, err
+			}
+			_, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60_000})
+			return supervise.BrainReport{}, err
+		})
+	}
+	lead := func(seen *supervise.ReentryState) supervise.Brain {
+		return supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+			if seen != nil {
+				*seen = c.Reentry()
+				select {
+				case <-rootRead:
+				case <-ctx.Done():
+				case <-time.After(time.Minute):
+					return supervise.BrainReport{}, errors.New("the root never read its state")
+				}
+				return supervise.BrainReport{}, nil
+			}
+			for _, k := range []string{"ka", "kb"} {
+				if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: "write alpha " + k, Label: k, Key: k}); err != nil {
+					return supervise.BrainReport{}, err
+				}
+				if _, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60_000}); err != nil {
+					return supervise.BrainReport{}, err
+				}
+			}
+			return supervise.BrainReport{}, nil
+		})
+	}
+	opts := func(r, l supervise.Brain) supervise.Options {
+		o := baseOptions(t, newCounting(t, workerProvider(t)), nil)
+		o.Budget.Iterations = i64(20)
+		o.Profiles["lead"] = leadProfile(t, leadVerbs...)
+		o.Brain, o.ManagerBrain = r, func(*profile.Profile) supervise.Brain { return l }
+		o.RunDir = dir
+		return o
+	}
+	if _, err := supervise.Supervise(context.Background(), managerProfile(t, verbs2...), "ship", opts(root(nil), lead(nil))); err != nil {
+		t.Fatal(err)
+	}
+	journaltest.KeepThrough(t, dir, supervise.KindSettled, 1) // the lead's first writer settled; the lead still drove
+
+	var rootSeen, leadSeen supervise.ReentryState
+	o := opts(root(&rootSeen), lead(&leadSeen))
+	o.Resume = true
+	if _, err := supervise.Supervise(context.Background(), managerProfile(t, verbs2...), "ship", o); err != nil {
+		t.Fatal(err)
+	}
+	if !leadSeen.Resumed || len(leadSeen.Settled) != 1 || leadSeen.Settled[0].Key != "ka" || len(leadSeen.Live)+len(leadSeen.InDoubt) != 0 {
+		t.Errorf("the redriven lead read %+v, want resumed with its writer ka settled and nothing else", leadSeen)
+	}
+	if !rootSeen.Resumed || len(rootSeen.Settled) != 0 || len(rootSeen.Live) != 1 || rootSeen.Live[0].ID != "run1:s1" || rootSeen.Live[0].Key != "kl" {
+		t.Errorf("the root read %+v, want resumed with its lead run1:s1 (kl) running and nothing settled of its own", rootSeen)
+	}
+}
+
+func ptrF(v float64) *float64 { return &v }
