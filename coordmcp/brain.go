@@ -78,6 +78,11 @@ type HarnessOptions struct {
 // call (SteersMember), never by interrupting its model call, and is
 // acknowledged delivered when that result is sent; a steer still waiting
 // when the turn ends, or arriving after, is not_live.
+//
+// On a resumed run the harness's session is new and knows only its
+// prompt, so the prompt then ends with a re-entry note (see
+// MaxReentryNoteBytes) built from supervise.Coordinator.Reentry; a first
+// start's prompt has none.
 type HarnessBrain struct {
 	manager  *profile.Profile
 	provider contract.Provider
@@ -381,7 +386,7 @@ func (b *HarnessBrain) mounted(runDir string) (*profile.Profile, error) {
 // prompt is the manager's turn: the task, then how to work through the
 // coordination tools (named explicitly, so the harness does not reach
 // for its own sub-agent tool, which would bypass the journal, the pool
-// and the check).
+// and the check), and on a resumed run the re-entry note (reentryNote).
 func (b *HarnessBrain) prompt(c *supervise.Coordinator, task string) string {
 	var s strings.Builder
 	s.WriteString(task)
@@ -404,5 +409,8 @@ func (b *HarnessBrain) prompt(c *supervise.Coordinator, task string) string {
 	}
 	s.WriteString(". When a worker delivered, or you have the result, submit it with submit_result (if granted), or end with stop.\n")
 	s.WriteString("A coordination tool's result may carry \"" + SteersMember + "\": messages the run's operator sent you while you worked; follow them.\n")
+	if st := c.Reentry(); st.Resumed {
+		s.WriteString(b.reentryNote(c.RunID(), st))
+	}
 	return s.String()
 }

@@ -50,7 +50,19 @@
 //     is charged and journaled as it arrives, the turn's final report
 //     adds the rest (no iteration: no manager turn counts one), and a
 //     supervisor killed mid-turn keeps what was reported (the rest a
-//     spend gap on resume, never 0).
+//     spend gap on resume, never 0). A resumed run's harness starts a
+//     new session that knows nothing of the earlier one, so its prompt
+//     then carries a re-entry note built from
+//     supervise.Coordinator.Reentry (spec/runtime.md §3.6 resume): the
+//     run is in progress, where the journal stands, its workers settled
+//     (with outRef and the check's word), running and in doubt, the
+//     open questions and the events waiting, and what to do — take the
+//     events with await_event and read workers with observe_agent
+//     before spawning; spawn_worker with a done worker's key and the
+//     same request returns its work. Each list keeps at most
+//     supervise.MaxReentryWorkers and says how many it left out, and
+//     the note stays within [MaxReentryNoteBytes] (a 1,000-worker run's
+//     is some 5 KB). A first start's prompt has no note.
 //
 // Root steers (§3.6 "Steering": a steer whose worker is the run id, from
 // `agentrt steer RUN RUN-ID` or the run dir) reach the harness's manager

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,6 +29,9 @@ import (
 const (
 	fakeModeEnv    = "FAKEOC_MODE"    // "hang" or "finish"
 	fakePIDFileEnv = "FAKEOC_PIDFILE" // where a hanging fake writes its pid
+	// fakePromptFileEnv, when set, is where the fake writes the prompt
+	// it read on stdin, as opencode reads its turn's.
+	fakePromptFileEnv = "FAKEOC_PROMPTFILE"
 	// killChildEnv names the run dir of a supervisor child process the
 	// kill test starts (superviseUntilKilled).
 	killChildEnv = "COORDMCP_KILL_CHILD_DIR"
@@ -43,6 +47,17 @@ var (
 // call, each step_finish with that call's tokens. "hang" then never ends
 // (the test kills it); "finish" answers and exits 0.
 func fakeOpencode(mode string) {
+	if path := os.Getenv(fakePromptFileEnv); path != "" {
+		prompt, err := io.ReadAll(os.Stdin)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "fake opencode: reading the prompt:", err)
+			os.Exit(2)
+		}
+		if err := os.WriteFile(path, prompt, 0o600); err != nil {
+			fmt.Fprintln(os.Stderr, "fake opencode:", err)
+			os.Exit(2)
+		}
+	}
 	calls := finishCalls
 	if mode == "hang" {
 		calls = hangCalls

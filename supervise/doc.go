@@ -60,7 +60,14 @@
 // calls already returned (TranscriptMessage.Took) are not queued again,
 // nor the root steers its user messages hold (Took, TakenSteer).
 // A journal without transcript records (written before them, or by a
-// caller's brain) resumes with a fresh conversation, as before.
+// caller's brain) resumes with a fresh conversation, as before. A brain
+// that cannot replay its conversation (an external harness's new
+// session, coordmcp.HarnessBrain) reads Coordinator.Reentry instead:
+// whether its manager re-enters a run in progress, the journal's
+// position, its workers settled, running and in doubt, its open
+// questions and the events waiting — each list bounded
+// (MaxReentryWorkers, MaxReentryQuestions, texts clipped to
+// MaxReentryText) with the count left out.
 //
 // A call run again so must act at most once. What each verb's re-run
 // does, its first run's effect journaled or not:
