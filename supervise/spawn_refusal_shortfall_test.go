@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -250,5 +251,26 @@ func TestNonBudgetRefusalReasonsAreSentences(t *testing.T) {
 				t.Errorf("%s carries shortfall %+v hint %q", tc.code, r.Shortfall, r.Hint)
 			}
 		})
+	}
+}
+
+// §6: a reservation of $0 asks nothing of the dollar channel, so a pool
+// without a dollar ceiling admits it (the reference's reserve refuses
+// only wantUsd > 0). A per-worker maxUsd of 0 under such a root is then
+// no misconfiguration: the run starts and its workers are admitted.
+func TestPerWorkerZeroDollarsUnderAnUncappedRootBehaviour36(t *testing.T) {
+	var ran atomic.Int64
+	exec := supervise.ExecutorFunc(func(context.Context, supervise.Work) (supervise.WorkResult, error) {
+		ran.Add(1)
+		return supervise.WorkResult{Text: "x"}, nil
+	})
+	o := baseOptions(t, exec, twoWorkerManager())
+	o.RunDir = t.TempDir()
+	o.Budget.MicroUSD, o.PerWorker.MicroUSD = nil, i64(0)
+	if _, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker, supervise.VerbAwaitEvent), "t", o); err != nil {
+		t.Fatalf("Supervise: %v, want the run to start", err)
+	}
+	if got := ran.Load(); got != 2 {
+		t.Errorf("%d workers ran, want the manager's 2 admitted", got)
 	}
 }
