@@ -11,8 +11,9 @@ type Code string
 
 // The refusal codes of §3.6.
 const (
-	// CodeUSDUnbudgeted: dollars were requested from a root without a
-	// dollar ceiling; retrying smaller never helps.
+	// CodeUSDUnbudgeted: more than $0 was requested from a root (or a
+	// nested manager's grant) without a dollar ceiling; retrying smaller
+	// never helps (Refusal.Hint says so).
 	CodeUSDUnbudgeted Code = "usd-unbudgeted"
 	// CodeBudgetExhausted: the merged reservation does not fit what is
 	// free, the dollar balance is unknowable, or the deadline passed.

@@ -316,9 +316,13 @@ type canonical struct {
 //  5. depth-exceeded;
 //  6. continuity: resume-while-live, resume-no-prior;
 //  7. AuthorizeSpawn, then Preflight: preflight-refused;
-//  8. the budget, merged over PerWorker and reserved from the pool:
-//     usd-unbudgeted, budget-exhausted, preflight-refused (invalid
-//     budget).
+//  8. the budget, merged over PerWorker and reserved from the pool (a
+//     nested manager's carved pool under one), in ledger.Pool.Reserve's
+//     order: budget-exhausted (deadline, dollars tainted), preflight-refused
+//     (invalid budget), budget-exhausted on tokens then iterations,
+//     usd-unbudgeted (more than $0 of a pool without a dollar ceiling),
+//     budget-exhausted on dollars then named resources. A budget-exhausted
+//     refusal carries its Shortfall, a usd-unbudgeted one its Hint.
 //
 // An admitted node is pending with id "<parent>:s<seq>".
 func (s *Scope) Spawn(req SpawnRequest) (SpawnReply, error) {
