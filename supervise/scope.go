@@ -470,7 +470,7 @@ func (s *Scope) Spawn(req SpawnRequest) (SpawnReply, error) {
 	}
 	ticket, err := reserve(budget)
 	if err != nil {
-		return SpawnReply{}, s.reserveRefusal(err, owner, budget)
+		return SpawnReply{}, s.reserveRefusal(err, from, owner, budget)
 	}
 
 	s.seq++
@@ -560,7 +560,13 @@ func formatAmount(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64)
 // shortfallReason is a budget-exhausted refusal's reason: what was free,
 // what the spawn asked, and the largest request that fits (or that none
 // does), so the driver sizes its next request in one step.
-func shortfallReason(sf *Shortfall, owner poolOwner) string {
+func shortfallReason(sf *Shortfall, owner poolOwner, held bool) string {
+	// Waiting helps only when running workers hold some of the channel:
+	// what they do not spend returns to free as they settle.
+	larger := owner.larger()
+	if held {
+		larger = "wait for running workers to settle, or " + larger
+	}
 	if sf.ClosedByUnknownSpend {
 		return owner.pool() + " admits no more spawns: work whose dollar cost went unreported ran under its dollar ceiling, " +
 			"so its dollar balance is unknown and no smaller request fits; " + owner.larger() + " with a measurable dollar budget"
@@ -572,17 +578,17 @@ func shortfallReason(sf *Shortfall, owner poolOwner) string {
 		res := strings.TrimPrefix(sf.Channel, "resource:")
 		if sf.Free <= 0 {
 			return owner.pool() + " has no " + res + " left to reserve (this spawn's per-worker " + res + " budget is " +
-				formatAmount(sf.Requested) + "); wait for running workers to settle, or " + owner.larger()
+				formatAmount(sf.Requested) + "); " + larger
 		}
 		return owner.pool() + " has " + formatAmount(sf.Free) + " " + res + " free and this spawn's per-worker " + res +
-			" budget is " + formatAmount(sf.Requested) + "; no spawn_worker argument lowers it, so wait for running workers to settle, or " + owner.larger()
+			" budget is " + formatAmount(sf.Requested) + "; no spawn_worker argument lowers it, so " + larger
 	}
 	if sf.Channel == ledger.ChannelUSD {
 		name = "dollars"
 	}
 	asked := "this spawn asked for " + field + " " + formatAmount(sf.Requested)
 	if sf.Free <= 0 {
-		return owner.pool() + " has no " + name + " left to reserve (" + asked + "); wait for running workers to settle, or " + owner.larger()
+		return owner.pool() + " has no " + name + " left to reserve (" + asked + "); " + larger
 	}
 	most := "spawn again with " + field + " at most " + formatAmount(sf.Free)
 	if sf.Channel != ledger.ChannelIterations {
@@ -596,12 +602,13 @@ func shortfallReason(sf *Shortfall, owner poolOwner) string {
 // reserveRefusal turns the pool's refusal of budget into the driver's:
 // budget-exhausted with the Shortfall that sizes its next request,
 // usd-unbudgeted with the Hint that no smaller maxUsd helps.
-func (s *Scope) reserveRefusal(err error, owner poolOwner, budget ledger.Budget) *Refusal {
+func (s *Scope) reserveRefusal(err error, from *ledger.Pool, owner poolOwner, budget ledger.Budget) *Refusal {
 	var ex *ledger.ExhaustedError
 	switch {
 	case errors.As(err, &ex):
 		sf := &Shortfall{Channel: ex.Channel, Requested: wireAmount(ex.Channel, ex.Requested), Free: wireAmount(ex.Channel, max(ex.Free, 0))}
-		r := s.refuse(CodeBudgetExhausted, ex.Channel, shortfallReason(sf, owner), err)
+		held := from.Readout().Channels[ex.Channel].Reserved > 0
+		r := s.refuse(CodeBudgetExhausted, ex.Channel, shortfallReason(sf, owner, held), err)
 		r.Shortfall = sf
 		return r
 	case errors.Is(err, ledger.ErrUSDUnbudgeted):
@@ -618,7 +625,7 @@ func (s *Scope) reserveRefusal(err error, owner poolOwner, budget ledger.Budget)
 			asked = *budget.MicroUSD
 		}
 		sf := &Shortfall{Channel: ledger.ChannelUSD, Requested: wireAmount(ledger.ChannelUSD, asked), ClosedByUnknownSpend: true}
-		r := s.refuse(CodeBudgetExhausted, "usd-tainted", shortfallReason(sf, owner), err)
+		r := s.refuse(CodeBudgetExhausted, "usd-tainted", shortfallReason(sf, owner, false), err)
 		r.Shortfall = sf
 		return r
 	case errors.Is(err, ledger.ErrDeadline):

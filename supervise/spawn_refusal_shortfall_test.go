@@ -39,6 +39,7 @@ func TestBudgetRefusalShortfallBehaviour38(t *testing.T) {
 		want   *supervise.Shortfall
 		reason string   // exact, when set
 		says   []string // substrings of the reason
+		never  []string // not in the reason
 	}{
 		{name: "iterations", req: with(ledger.Budget{Tokens: i64(10), Iterations: i64(100)}), cause: ledger.ChannelIterations,
 			want:   &supervise.Shortfall{Channel: "iterations", Requested: 100, Free: 10},
@@ -52,7 +53,16 @@ func TestBudgetRefusalShortfallBehaviour38(t *testing.T) {
 		{name: "nothing free", setup: func(t *testing.T, f fixture) { f.spawn(t, with(ledger.Budget{Tokens: i64(10), Iterations: i64(10)})) },
 			req: with(ledger.Budget{Tokens: i64(10), Iterations: i64(1)}), cause: ledger.ChannelIterations,
 			want: &supervise.Shortfall{Channel: "iterations", Requested: 1, Free: 0},
-			says: []string{"no iterations left to reserve (this spawn asked for budget.maxIterations 1)"}},
+			says: []string{"no iterations left to reserve (this spawn asked for budget.maxIterations 1); wait for running workers to settle, or ask the caller"}},
+		{name: "the driver's own spend took free below 0: free reads 0, never negative",
+			setup: func(t *testing.T, f fixture) {
+				f.pool.Observe(ledger.Spend{Tokens: i64(1500), Iterations: i64(0), MicroUSD: i64(0)})
+			},
+			req: with(ledger.Budget{Tokens: i64(10), Iterations: i64(1)}), cause: ledger.ChannelTokens,
+			want: &supervise.Shortfall{Channel: "tokens", Requested: 10, Free: 0},
+			says: []string{"no tokens left to reserve (this spawn asked for budget.maxTokens 10); ask the caller for a larger root budget"},
+			// No worker holds tokens, so waiting frees nothing.
+			never: []string{"wait"}},
 		{name: "dollars closed by unknown spend",
 			setup: func(t *testing.T, f fixture) {
 				r := f.spawn(t, with(ledger.Budget{Tokens: i64(10), Iterations: i64(1), MicroUSD: i64(10_000)}))
@@ -92,6 +102,11 @@ func TestBudgetRefusalShortfallBehaviour38(t *testing.T) {
 			for _, s := range tc.says {
 				if !strings.Contains(r.Detail, s) {
 					t.Errorf("reason %q does not say %q", r.Detail, s)
+				}
+			}
+			for _, s := range tc.never {
+				if strings.Contains(r.Detail, s) {
+					t.Errorf("reason %q says %q", r.Detail, s)
 				}
 			}
 		})
