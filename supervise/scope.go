@@ -596,7 +596,11 @@ func shortfallReason(sf *Shortfall, owner poolOwner, held bool) string {
 		// its retry is admitted.
 		most += " (less, since your own turns draw " + name + " from it first)"
 	}
-	return owner.pool() + " has " + formatAmount(sf.Free) + " " + name + " free and " + asked + "; " + most + ", or " + owner.larger()
+	free := formatAmount(sf.Free) + " " + name
+	if sf.Channel == ledger.ChannelUSD {
+		free = "$" + formatAmount(sf.Free)
+	}
+	return owner.pool() + " has " + free + " free and " + asked + "; " + most + ", or " + owner.larger()
 }
 
 // reserveRefusal turns the pool's refusal of budget into the driver's:

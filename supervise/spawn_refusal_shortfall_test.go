@@ -49,7 +49,7 @@ func TestBudgetRefusalShortfallBehaviour38(t *testing.T) {
 			says: []string{"has 1000 tokens free", "budget.maxTokens 4000", "budget.maxTokens at most 1000", "your own turns draw tokens"}},
 		{name: "dollars in dollars, as maxUsd is", req: with(ledger.Budget{Tokens: i64(10), Iterations: i64(1), MicroUSD: i64(2_500_000)}), cause: ledger.ChannelUSD,
 			want: &supervise.Shortfall{Channel: "usd", Requested: 2.5, Free: 1},
-			says: []string{"has 1 dollars free", "budget.maxUsd 2.5", "budget.maxUsd at most 1 "}},
+			says: []string{"has $1 free", "budget.maxUsd 2.5", "budget.maxUsd at most 1 "}},
 		{name: "nothing free", setup: func(t *testing.T, f fixture) { f.spawn(t, with(ledger.Budget{Tokens: i64(10), Iterations: i64(10)})) },
 			req: with(ledger.Budget{Tokens: i64(10), Iterations: i64(1)}), cause: ledger.ChannelIterations,
 			want: &supervise.Shortfall{Channel: "iterations", Requested: 1, Free: 0},
