@@ -194,10 +194,13 @@ func requested(b Budget) (map[string]int64, error) {
 
 // Reserve moves the whole of b from free to reserved, atomically across
 // channels, and returns the ticket to settle. It refuses (before any
-// spend can happen) when a channel does not fit, when dollars are requested
-// from a pool without a dollar ceiling, when the dollar channel is tainted,
-// when the deadline passed, or when a capped named resource is not
-// declared by the request.
+// spend can happen), first match wins: when the deadline passed
+// (ErrDeadline); when the dollar channel is tainted (ErrUSDTainted); when
+// the request is malformed (ErrInvalid: a capped named resource it does
+// not declare, a channel the pool does not budget); when tokens, then
+// iterations, do not fit (*ExhaustedError); when it asks more than $0 of
+// a pool without a dollar ceiling (ErrUSDUnbudgeted); when dollars, then
+// named resources in name order, do not fit (*ExhaustedError).
 func (p *Pool) Reserve(b Budget) (*Ticket, error) { return p.reserve(b, true) }
 
 // Readmit is Reserve for a reservation a journal already holds, made
@@ -221,9 +224,6 @@ func (p *Pool) reserve(b Budget, deadline bool) (*Ticket, error) {
 	if usd.capped && p.usdTainted {
 		return nil, ErrUSDTainted
 	}
-	if _, asks := req[ChannelUSD]; asks && !usd.capped {
-		return nil, ErrUSDUnbudgeted
-	}
 	for ch, a := range p.accounts {
 		if a.capped && ch != ChannelTokens && ch != ChannelIterations && ch != ChannelUSD {
 			if _, ok := req[ch]; !ok {
@@ -231,23 +231,49 @@ func (p *Pool) reserve(b Budget, deadline bool) (*Ticket, error) {
 			}
 		}
 	}
-	// Checked in name order, so the refusal names the same channel every
-	// time; the keys fit a stack array for the usual few channels.
-	keys := make([]string, 0, 8)
-	for ch := range req {
-		keys = append(keys, ch)
-	}
-	slices.Sort(keys)
-	for _, ch := range keys {
+	for ch, v := range req {
 		a, ok := p.accounts[ch]
 		if !ok {
 			return nil, fmt.Errorf("%w: channel %s is not budgeted by this pool", ErrInvalid, ch)
 		}
-		if a.capped && req[ch] > a.free {
-			return nil, &ExhaustedError{Channel: ch, Requested: req[ch], Free: a.free}
+		if a.reserved > accountLimit-v {
+			return nil, fmt.Errorf("%w: channel %s has %d reserved; %d more would overflow it", ErrInvalid, ch, a.reserved, v)
 		}
-		if a.reserved > accountLimit-req[ch] {
-			return nil, fmt.Errorf("%w: channel %s has %d reserved; %d more would overflow it", ErrInvalid, ch, a.reserved, req[ch])
+	}
+	// Spec §6 order: tokens, iterations, then dollars must fit, and a
+	// dollar request against a pool without a dollar ceiling is refused
+	// only once tokens and iterations fit (an exhausted channel is the
+	// fact to act on first); $0 asks nothing of that channel and is
+	// admitted. Named resources follow in name order, so the refusal
+	// names the same channel every time.
+	fits := func(ch string) error {
+		v, asked := req[ch]
+		if a := p.accounts[ch]; asked && a.capped && v > a.free {
+			return &ExhaustedError{Channel: ch, Requested: v, Free: a.free}
+		}
+		return nil
+	}
+	for _, ch := range [...]string{ChannelTokens, ChannelIterations} {
+		if err := fits(ch); err != nil {
+			return nil, err
+		}
+	}
+	if req[ChannelUSD] > 0 && !usd.capped {
+		return nil, ErrUSDUnbudgeted
+	}
+	if err := fits(ChannelUSD); err != nil {
+		return nil, err
+	}
+	resources := make([]string, 0, 8)
+	for ch := range req {
+		if ch != ChannelTokens && ch != ChannelIterations && ch != ChannelUSD {
+			resources = append(resources, ch)
+		}
+	}
+	slices.Sort(resources)
+	for _, ch := range resources {
+		if err := fits(ch); err != nil {
+			return nil, err
 		}
 	}
 	for ch, v := range req {

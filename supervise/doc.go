@@ -11,7 +11,13 @@
 // waiting, not a loop: the router brain's repeated identical await_event
 // calls stop it as stuck only when their outcomes repeat too
 // (kernel.ToolLoopOptions.Waiting).
-// Refusals are tool results {error, reason}. Workers run through the
+// Refusals are tool results {error, reason}; a spawn_worker refusal also
+// carries cause, live and freeSlots, a budget-exhausted one a shortfall
+// {channel, requested, free} (tokens, iterations, usd in dollars as
+// maxUsd is, resource:<name>; closedByUnknownSpend when unreported
+// dollars closed the channel) and a reason naming the budget field and
+// the largest request that fits, and a usd-unbudgeted one a hint that
+// no smaller maxUsd is admitted. Workers run through the
 // Executor port (KernelExecutor runs a worker profile through
 // kernel.Execute on any contract.Provider); each is reserved from the
 // Scope before it runs and settled with what it really spent, and is
@@ -227,7 +233,20 @@
 // the spec's codes (usd-unbudgeted, budget-exhausted, depth-exceeded,
 // duplicate-key, in-doubt, invalid-identity, key-conflict,
 // max-live-workers, scope-aborted, scope-settled, preflight-refused,
-// resume-no-prior, resume-while-live, resume-with-key).
+// resume-no-prior, resume-while-live, resume-with-key). The pool checks
+// a reservation in spec §6 order, the first that applies refusing it: the
+// deadline; a dollar channel tainted by unreported dollars; tokens, then
+// iterations, must fit; more than $0 of a pool without a dollar ceiling is
+// usd-unbudgeted ($0 is admitted); dollars, then named resources by name,
+// must fit. A budget-exhausted Refusal names the channel (Cause) and its
+// Shortfall; its Detail, the tool result's reason, says what is free and
+// the largest request that fits ("… spawn again with
+// budget.maxIterations at most 58, or ask the caller for a larger root
+// budget"; for tokens and dollars, less, since the driver's own metered
+// turns draw on the same pool), that nothing is left, or that no smaller
+// request fits; under a nested manager it names the pool granted to that
+// manager instead of the run's. Every other refusal's reason names its
+// own cause in a sentence and never the pool.
 //
 // Node ids are deterministic: the child admitted with scope sequence n
 // under parent p is "p:sn", counted in admission order and never from a

@@ -78,13 +78,16 @@ func TestCarveCheckRefusalsUnderALeadBehaviour38(t *testing.T) {
 		code  supervise.Code
 		cause string
 	}{
-		{name: "a third writer does not fit the lead's iterations", usd: true,
+		// Tokens (500 free of 1000 asked) and iterations (0 of 1) both
+		// fall short; tokens are named, as spec §6 and the reference's
+		// reserve check them first.
+		{name: "a third writer does not fit the lead's tokens or iterations", usd: true,
 			setup: func(t *testing.T, s *supervise.Scope, lead supervise.NodeID) {
 				mustSpawn(t, s, supervise.SpawnRequest{Parent: lead, Profile: "writer", Label: "w0", Budget: writer})
 				mustSpawn(t, s, supervise.SpawnRequest{Parent: lead, Profile: "writer", Label: "w1", Budget: writer})
 			},
 			req:  supervise.SpawnRequest{Profile: "writer", Label: "w2", Budget: writer},
-			code: supervise.CodeBudgetExhausted, cause: ledger.ChannelIterations},
+			code: supervise.CodeBudgetExhausted, cause: ledger.ChannelTokens},
 		{name: "dollars past the lead's", usd: true,
 			req:  supervise.SpawnRequest{Profile: "writer", Budget: ledger.Budget{Tokens: i64(10), Iterations: i64(1), MicroUSD: i64(250_001)}},
 			code: supervise.CodeBudgetExhausted, cause: ledger.ChannelUSD},

@@ -11,8 +11,9 @@ type Code string
 
 // The refusal codes of §3.6.
 const (
-	// CodeUSDUnbudgeted: dollars were requested from a root without a
-	// dollar ceiling; retrying smaller never helps.
+	// CodeUSDUnbudgeted: more than $0 was requested from a root (or a
+	// nested manager's grant) without a dollar ceiling; retrying smaller
+	// never helps (Refusal.Hint says so).
 	CodeUSDUnbudgeted Code = "usd-unbudgeted"
 	// CodeBudgetExhausted: the merged reservation does not fit what is
 	// free, the dollar balance is unknowable, or the deadline passed.
@@ -66,8 +67,34 @@ type Refusal struct {
 	// MaxLiveWorkers is not set.
 	Live      int
 	FreeSlots *int
+	// Shortfall, on a budget-exhausted refusal, names the channel that
+	// did not fit, what the spawn asked and what was free, so the driver
+	// can size its next request in one step. Nil on every other refusal
+	// and on a deadline refusal.
+	Shortfall *Shortfall
+	// Hint, on a usd-unbudgeted refusal, says what will be admitted
+	// instead: no maxUsd at all, since no smaller one ever fits.
+	Hint string
 	// Err is the underlying error (a ledger error or a hook's), if any.
 	Err error
+}
+
+// Shortfall is the channel a refused reservation fell short on, in the
+// units spawn_worker's budget spells: whole tokens, iterations and
+// resource units, and US dollars (as maxUsd is) for "usd".
+type Shortfall struct {
+	// Channel is "tokens", "iterations", "usd" or "resource:<name>".
+	Channel string `json:"channel"`
+	// Requested is what the spawn's merged budget asked of the channel.
+	Requested float64 `json:"requested"`
+	// Free is what the pool had free on it when the spawn was refused:
+	// a snapshot (running workers return what they do not spend, and
+	// the driver's own turns draw tokens and dollars from the same pool).
+	Free float64 `json:"free"`
+	// ClosedByUnknownSpend: work whose dollar cost went unreported ran
+	// under the dollar ceiling, so the channel admits nothing for the
+	// rest of the run, at any size.
+	ClosedByUnknownSpend bool `json:"closedByUnknownSpend,omitzero"`
 }
 
 func (r *Refusal) Error() string {

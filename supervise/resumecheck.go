@@ -256,8 +256,8 @@ func (e *PerWorkerExceedsBudgetError) Is(target error) bool { return target == E
 // perWorkerFits returns a *PerWorkerExceedsBudgetError for the first
 // channel (tokens, iterations, microUSD, then resources by name) on
 // which per asks more than budget can give: above its ceiling, or
-// dollars or a named resource budget does not budget (the pool refuses
-// those, ledger.ErrUSDUnbudgeted). Tokens and iterations left uncapped
+// more than $0, or a named resource, that budget does not budget (the
+// pool refuses those, ledger.ErrUSDUnbudgeted). Tokens and iterations left uncapped
 // by budget fit any per-worker ceiling, as the pool reserves them.
 func perWorkerFits(budget, per ledger.Budget) error {
 	for _, ch := range []struct {
@@ -269,7 +269,9 @@ func perWorkerFits(budget, per ledger.Budget) error {
 		{"Iterations", "iterations", budget.Iterations, per.Iterations, false},
 		{"MicroUSD", "microUsd", budget.MicroUSD, per.MicroUSD, true},
 	} {
-		if ch.p == nil || (ch.b == nil && !ch.mustBudget) {
+		if ch.p == nil || (ch.b == nil && (!ch.mustBudget || *ch.p == 0)) {
+			// $0 asks nothing of an uncapped dollar channel; the pool
+			// admits it.
 			continue
 		}
 		if ch.b == nil || *ch.p > *ch.b {

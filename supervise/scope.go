@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unicode"
@@ -315,9 +316,13 @@ type canonical struct {
 //  5. depth-exceeded;
 //  6. continuity: resume-while-live, resume-no-prior;
 //  7. AuthorizeSpawn, then Preflight: preflight-refused;
-//  8. the budget, merged over PerWorker and reserved from the pool:
-//     usd-unbudgeted, budget-exhausted, preflight-refused (invalid
-//     budget).
+//  8. the budget, merged over PerWorker and reserved from the pool (a
+//     nested manager's carved pool under one), in ledger.Pool.Reserve's
+//     order: budget-exhausted (deadline, dollars tainted), preflight-refused
+//     (invalid budget), budget-exhausted on tokens then iterations,
+//     usd-unbudgeted (more than $0 of a pool without a dollar ceiling),
+//     budget-exhausted on dollars then named resources. A budget-exhausted
+//     refusal carries its Shortfall, a usd-unbudgeted one its Hint.
 //
 // An admitted node is pending with id "<parent>:s<seq>".
 func (s *Scope) Spawn(req SpawnRequest) (SpawnReply, error) {
@@ -327,7 +332,7 @@ func (s *Scope) Spawn(req SpawnRequest) (SpawnReply, error) {
 		return SpawnReply{}, s.refuse(CodeScopeSettled, "", "the driver already returned", nil)
 	}
 	if s.aborted {
-		return SpawnReply{}, s.refuse(CodeScopeAborted, "", "the scope was aborted", nil)
+		return SpawnReply{}, s.refuse(CodeScopeAborted, "", "this run stopped admitting work (it was aborted); no further worker can start", nil)
 	}
 
 	// 2. identity.
@@ -338,15 +343,15 @@ func (s *Scope) Spawn(req SpawnRequest) (SpawnReply, error) {
 	if req.Parent != s.root {
 		p, ok := s.nodes[req.Parent]
 		if !ok {
-			return SpawnReply{}, s.refuse(CodeInvalidIdentity, "unknown-parent", string(req.Parent), nil)
+			return SpawnReply{}, s.refuse(CodeInvalidIdentity, "unknown-parent", "no node "+strconv.Quote(string(req.Parent))+" exists in this run to spawn under", nil)
 		}
 		if !p.live() {
-			return SpawnReply{}, s.refuse(CodeInvalidIdentity, "parent-not-live", string(req.Parent), nil)
+			return SpawnReply{}, s.refuse(CodeInvalidIdentity, "parent-not-live", "node "+string(req.Parent)+" has settled, so it cannot take children", nil)
 		}
 		depth = p.Depth + 1
 	}
 	if req.Profile == "" {
-		return SpawnReply{}, s.refuse(CodeInvalidIdentity, "no-profile", "a spawn names its profile", nil)
+		return SpawnReply{}, s.refuse(CodeInvalidIdentity, "no-profile", "a spawn must name the profile its worker runs", nil)
 	}
 	if !validName(req.Label) || !validName(req.Key) || !validName(req.Profile) {
 		return SpawnReply{}, s.refuse(CodeInvalidIdentity, "control-characters", "label, key and profile must be printable", nil)
@@ -359,13 +364,13 @@ func (s *Scope) Spawn(req SpawnRequest) (SpawnReply, error) {
 			"a task must be valid UTF-8 of at most "+strconv.Itoa(MaxSpawnTask)+" bytes; this one has "+strconv.Itoa(len(req.Task)), nil)
 	}
 	if s.allowed != nil && req.Model != "" && !s.allowed[req.Model] {
-		return SpawnReply{}, s.refuse(CodeInvalidIdentity, "model-not-allowed", req.Model, nil)
+		return SpawnReply{}, s.refuse(CodeInvalidIdentity, "model-not-allowed", "model "+strconv.Quote(req.Model)+" is not among this run's allowed models", nil)
 	}
 	if req.Continuity == continuityFreshWord {
 		req.Continuity = ContinuityFresh // spawn_worker's schema spells the default
 	}
 	if req.Continuity != ContinuityFresh && req.Continuity != ContinuityResume {
-		return SpawnReply{}, s.refuse(CodeInvalidIdentity, "continuity", string(req.Continuity), nil)
+		return SpawnReply{}, s.refuse(CodeInvalidIdentity, "continuity", "continuity "+strconv.Quote(string(req.Continuity))+" is neither fresh nor resume", nil)
 	}
 	// A resume under a key is refused by the request alone, before the
 	// key is looked up: otherwise a key used before would answer
@@ -392,9 +397,9 @@ func (s *Scope) Spawn(req SpawnRequest) (SpawnReply, error) {
 			case k.InDoubt || k.NeverSettled:
 				return SpawnReply{}, s.refuse(CodeInDoubt, "", string(k.ID)+" started without a terminal receipt", nil)
 			case k.canon != canon:
-				return SpawnReply{}, s.refuse(CodeKeyConflict, "", "key "+req.Key+" was used by "+string(k.ID)+" with a different request", nil)
+				return SpawnReply{}, s.refuse(CodeKeyConflict, "", "key "+req.Key+" was used by "+string(k.ID)+" with a different request; use a new key for different work", nil)
 			case k.live():
-				return SpawnReply{}, s.refuse(CodeDuplicateKey, "", string(k.ID)+" is live", nil)
+				return SpawnReply{}, s.refuse(CodeDuplicateKey, "", "worker "+string(k.ID)+" under this key is still live; wait for it to settle, or use a different key for different work", nil)
 			case k.State == StateDone:
 				st := *k.Settlement
 				return SpawnReply{Node: k.ID, Seq: k.Seq, Assignment: "key:" + req.Key, Reserved: k.Reserved,
@@ -409,12 +414,12 @@ func (s *Scope) Spawn(req SpawnRequest) (SpawnReply, error) {
 	// that journaled it, whose live count left out the workers it had
 	// found in doubt, which a replay counts live until it ends.
 	if s.opts.MaxLiveWorkers > 0 && s.live >= s.opts.MaxLiveWorkers && !s.replaying {
-		return SpawnReply{}, s.refuse(CodeMaxLiveWorkers, "", strconv.Itoa(s.live)+" of "+strconv.Itoa(s.opts.MaxLiveWorkers)+" live", nil)
+		return SpawnReply{}, s.refuse(CodeMaxLiveWorkers, "", strconv.Itoa(s.live)+" of this run's "+strconv.Itoa(s.opts.MaxLiveWorkers)+" worker slots are taken; wait for a worker to settle before spawning another", nil)
 	}
 
 	// 5. depth.
 	if s.opts.MaxDepth > 0 && depth > s.opts.MaxDepth {
-		return SpawnReply{}, s.refuse(CodeDepthExceeded, "", "depth "+strconv.Itoa(depth)+" > "+strconv.Itoa(s.opts.MaxDepth), nil)
+		return SpawnReply{}, s.refuse(CodeDepthExceeded, "", "this worker would sit at depth "+strconv.Itoa(depth)+", past the run's maxDepth "+strconv.Itoa(s.opts.MaxDepth)+"; a worker at the deepest level cannot start children of its own", nil)
 	}
 
 	// 6. continuity.
@@ -453,11 +458,11 @@ func (s *Scope) Spawn(req SpawnRequest) (SpawnReply, error) {
 	// 8. budget.
 	// A nested manager's children reserve from its carved pool.
 	budget := mergeBudget(req.Budget, s.opts.PerWorker)
-	from, owner := s.pool, "the root"
+	from, owner := s.pool, poolOwner{}
 	var carve *carved
 	if c := s.carverLocked(req.Parent, true); c != nil {
 		carve = c.carve
-		from, owner = carve.pool, "the manager "+string(c.ID)
+		from, owner = carve.pool, poolOwner{manager: c.ID}
 	}
 	reserve := from.Reserve
 	if s.replaying {
@@ -465,7 +470,7 @@ func (s *Scope) Spawn(req SpawnRequest) (SpawnReply, error) {
 	}
 	ticket, err := reserve(budget)
 	if err != nil {
-		return SpawnReply{}, s.reserveRefusal(err, owner)
+		return SpawnReply{}, s.reserveRefusal(err, from, owner, budget)
 	}
 
 	s.seq++
@@ -508,17 +513,127 @@ func labelOf(label, profile string) string {
 	return profile
 }
 
-func (s *Scope) reserveRefusal(err error, owner string) *Refusal {
+// poolOwner names the pool a spawn reserves from in a refusal's words:
+// the run's (the root budget) or the one carved for a nested manager.
+type poolOwner struct{ manager NodeID }
+
+// pool is the subject of a budget refusal's reason.
+func (o poolOwner) pool() string {
+	if o.manager != "" {
+		return "the pool granted to manager " + string(o.manager)
+	}
+	return "the run's pool"
+}
+
+// larger is the remedy beyond a smaller request.
+func (o poolOwner) larger() string {
+	if o.manager != "" {
+		return "ask for a larger budget for manager " + string(o.manager)
+	}
+	return "ask the caller for a larger root budget"
+}
+
+// budgetField is the spawn_worker budget member that sets ch.
+func budgetField(ch string) string {
+	switch ch {
+	case ledger.ChannelTokens:
+		return "budget.maxTokens"
+	case ledger.ChannelIterations:
+		return "budget.maxIterations"
+	case ledger.ChannelUSD:
+		return "budget.maxUsd"
+	}
+	return ""
+}
+
+// wireAmount is a ledger quantity in spawn_worker's units: dollars for
+// usd (micro-dollars in the ledger), the integer itself otherwise.
+func wireAmount(ch string, v int64) float64 {
+	if ch == ledger.ChannelUSD {
+		return float64(v) / 1e6
+	}
+	return float64(v)
+}
+
+func formatAmount(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+// shortfallReason is a budget-exhausted refusal's reason: what was free,
+// what the spawn asked, and the largest request that fits (or that none
+// does), so the driver sizes its next request in one step.
+func shortfallReason(sf *Shortfall, owner poolOwner, held bool) string {
+	// Waiting helps only when running workers hold some of the channel:
+	// what they do not spend returns to free as they settle.
+	larger := owner.larger()
+	if held {
+		larger = "wait for running workers to settle, or " + larger
+	}
+	if sf.ClosedByUnknownSpend {
+		return owner.pool() + " admits no more spawns: work whose dollar cost went unreported ran under its dollar ceiling, " +
+			"so its dollar balance is unknown and no smaller request fits; " + owner.larger() + " with a measurable dollar budget"
+	}
+	name, field := sf.Channel, budgetField(sf.Channel)
+	if field == "" {
+		// A named resource comes from the per-worker default; no
+		// spawn_worker argument sets it.
+		res := strings.TrimPrefix(sf.Channel, "resource:")
+		if sf.Free <= 0 {
+			return owner.pool() + " has no " + res + " left to reserve (this spawn's per-worker " + res + " budget is " +
+				formatAmount(sf.Requested) + "); " + larger
+		}
+		return owner.pool() + " has " + formatAmount(sf.Free) + " " + res + " free and this spawn's per-worker " + res +
+			" budget is " + formatAmount(sf.Requested) + "; no spawn_worker argument lowers it, so " + larger
+	}
+	if sf.Channel == ledger.ChannelUSD {
+		name = "dollars"
+	}
+	asked := "this spawn asked for " + field + " " + formatAmount(sf.Requested)
+	if sf.Free <= 0 {
+		return owner.pool() + " has no " + name + " left to reserve (" + asked + "); " + larger
+	}
+	most := "spawn again with " + field + " at most " + formatAmount(sf.Free)
+	if sf.Channel != ledger.ChannelIterations {
+		// The driver's own turns are metered from the same pool before
+		// its retry is admitted.
+		most += " (less, since your own turns draw " + name + " from it first)"
+	}
+	free := formatAmount(sf.Free) + " " + name
+	if sf.Channel == ledger.ChannelUSD {
+		free = "$" + formatAmount(sf.Free)
+	}
+	return owner.pool() + " has " + free + " free and " + asked + "; " + most + ", or " + owner.larger()
+}
+
+// reserveRefusal turns the pool's refusal of budget into the driver's:
+// budget-exhausted with the Shortfall that sizes its next request,
+// usd-unbudgeted with the Hint that no smaller maxUsd helps.
+func (s *Scope) reserveRefusal(err error, from *ledger.Pool, owner poolOwner, budget ledger.Budget) *Refusal {
 	var ex *ledger.ExhaustedError
 	switch {
 	case errors.As(err, &ex):
-		return s.refuse(CodeBudgetExhausted, ex.Channel, ex.Error(), err)
+		sf := &Shortfall{Channel: ex.Channel, Requested: wireAmount(ex.Channel, ex.Requested), Free: wireAmount(ex.Channel, max(ex.Free, 0))}
+		held := from.Readout().Channels[ex.Channel].Reserved > 0
+		r := s.refuse(CodeBudgetExhausted, ex.Channel, shortfallReason(sf, owner, held), err)
+		r.Shortfall = sf
+		return r
 	case errors.Is(err, ledger.ErrUSDUnbudgeted):
-		return s.refuse(CodeUSDUnbudgeted, "", owner+" has no dollar ceiling", err)
+		declares := "the run's root budget declares no dollars"
+		if owner.manager != "" {
+			declares = "the budget granted to manager " + string(owner.manager) + " declares no dollars"
+		}
+		r := s.refuse(CodeUSDUnbudgeted, "", declares+", so this spawn's budget.maxUsd cannot be reserved", err)
+		r.Hint = declares + ", so no maxUsd, however small, will be admitted; spawn without budget.maxUsd, or ask the caller for a dollar budget"
+		return r
 	case errors.Is(err, ledger.ErrUSDTainted):
-		return s.refuse(CodeBudgetExhausted, "usd-tainted", err.Error(), err)
+		var asked int64
+		if budget.MicroUSD != nil {
+			asked = *budget.MicroUSD
+		}
+		sf := &Shortfall{Channel: ledger.ChannelUSD, Requested: wireAmount(ledger.ChannelUSD, asked), ClosedByUnknownSpend: true}
+		r := s.refuse(CodeBudgetExhausted, "usd-tainted", shortfallReason(sf, owner, false), err)
+		r.Shortfall = sf
+		return r
 	case errors.Is(err, ledger.ErrDeadline):
-		return s.refuse(CodeBudgetExhausted, "deadline", err.Error(), err)
+		return s.refuse(CodeBudgetExhausted, "deadline", "the run's deadline has passed, so no further worker can start", err)
 	default:
 		return s.refuse(CodePreflightRefused, "invalid-budget", err.Error(), err)
 	}

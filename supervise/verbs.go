@@ -52,6 +52,11 @@ type RefusalResult struct {
 	Detail    string `json:"detail,omitzero"`
 	Live      *int   `json:"live,omitzero"`
 	FreeSlots *int   `json:"freeSlots,omitzero"`
+	// Shortfall is a budget-exhausted spawn refusal's channel, request
+	// and free amount (Refusal.Shortfall).
+	Shortfall *Shortfall `json:"shortfall,omitzero"`
+	// Hint is a usd-unbudgeted refusal's advice (Refusal.Hint).
+	Hint string `json:"hint,omitzero"`
 }
 
 // MarshalJSON writes a spawn refusal (one that carries live) with
@@ -87,7 +92,8 @@ func refusalResult(err error) (RefusalResult, bool) {
 		if reason == "" {
 			reason = r.Cause
 		}
-		res := RefusalResult{Error: string(r.Code), Reason: reason, Cause: r.Cause, Live: &live, FreeSlots: r.FreeSlots}
+		res := RefusalResult{Error: string(r.Code), Reason: reason, Cause: r.Cause, Live: &live, FreeSlots: r.FreeSlots,
+			Shortfall: r.Shortfall, Hint: r.Hint}
 		if r.Code == CodePreflightRefused {
 			res.Detail = r.Detail
 			if res.Detail == "" {

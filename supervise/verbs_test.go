@@ -90,7 +90,8 @@ func TestSpawnRefusalsAreToolResultsBehaviour38(t *testing.T) {
 		tune:  func(o *supervise.Options) { o.Budget.Tokens = i64(1500) },
 		setup: []map[string]any{spawnArgs("one")},
 		probe: func(string) map[string]any { return spawnArgs("two") },
-		want:  map[string]any{"error": "budget-exhausted", "cause": "tokens", "live": 1.0, "freeSlots": nil},
+		want: map[string]any{"error": "budget-exhausted", "cause": "tokens", "live": 1.0, "freeSlots": nil,
+			"shortfall": map[string]any{"channel": "tokens", "requested": 1000.0, "free": 500.0}},
 	}, {
 		name:  "depth-exceeded",
 		tune:  func(o *supervise.Options) { o.MaxDepth = 1 },
@@ -105,7 +106,7 @@ func TestSpawnRefusalsAreToolResultsBehaviour38(t *testing.T) {
 		probe: func(string) map[string]any {
 			return map[string]any{"profile": "writer", "task": "x", "budget": map[string]any{"maxUsd": 0.5}}
 		},
-		want: map[string]any{"error": "usd-unbudgeted", "live": 0.0, "freeSlots": nil},
+		want: map[string]any{"error": "usd-unbudgeted", "live": 0.0, "freeSlots": nil, "hint": usdUnbudgetedHint},
 	}, {
 		name:  "unknown profile is invalid-identity",
 		probe: func(string) map[string]any { return map[string]any{"profile": "nobody", "task": "x"} },

@@ -36,7 +36,7 @@ func TestSpawnBudgetSpecSpelling(t *testing.T) {
 		name:    "maxUsd against a root without maxUsd is usd-unbudgeted",
 		budget:  map[string]any{"maxUsd": 0.25},
 		usdless: true,
-		want:    map[string]any{"error": "usd-unbudgeted", "live": 0.0, "freeSlots": nil},
+		want:    map[string]any{"error": "usd-unbudgeted", "live": 0.0, "freeSlots": nil, "hint": usdUnbudgetedHint},
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
