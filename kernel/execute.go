@@ -730,9 +730,10 @@ func appendText(b *strings.Builder, e contract.EnvironmentEvent) {
 }
 
 // eventError is a failure event's message: data.error, outcome.error,
-// result.error, message or status, the first that is a non-empty string.
+// result.error or message, the first that is a non-empty string, else
+// the normalized status detail, else data.status.
 func eventError(e contract.EnvironmentEvent) string {
-	for _, path := range [][]string{{"error"}, {"outcome", "error"}, {"result", "error"}, {"message"}, {"status"}} {
+	for _, path := range [][]string{{"error"}, {"outcome", "error"}, {"result", "error"}, {"message"}} {
 		v, ok := e.Data[path[0]]
 		if ok && len(path) == 2 {
 			v, ok = v.Get(path[1])
@@ -741,8 +742,14 @@ func eventError(e contract.EnvironmentEvent) string {
 			return v.Str()
 		}
 	}
-	if e.Normalized != nil && e.Normalized.Status != nil && e.Normalized.Status.Detail != nil {
+	// The normalized detail says what failed (a harness process's exit
+	// and its stderr tail); a bare status word ("failed") says only
+	// that something did.
+	if e.Normalized != nil && e.Normalized.Status != nil && e.Normalized.Status.Detail != nil && *e.Normalized.Status.Detail != "" {
 		return *e.Normalized.Status.Detail
+	}
+	if v, ok := e.Data["status"]; ok && v.Kind() == canonjson.String && v.Str() != "" {
+		return v.Str()
 	}
 	return "the provider reported a failure"
 }
