@@ -83,6 +83,14 @@ type HarnessOptions struct {
 // prompt, so the prompt then ends with a re-entry note (see
 // MaxReentryNoteBytes) built from supervise.Coordinator.Reentry; a first
 // start's prompt has none.
+//
+// Each turn is one attempt of the run's driver loop
+// (supervise.Coordinator.DriveAttempts): a turn that failed is run again
+// under Options.DriverRetry, and one that ended with the run's check
+// unmet under Options.Reprompt, each in a new session whose prompt
+// carries the re-entry note and why it is entered again. A harness that
+// is not installed, or an environment variable refused, is a
+// supervise.TerminalDriverError: another attempt would meet the same.
 type HarnessBrain struct {
 	manager  *profile.Profile
 	provider contract.Provider
@@ -204,6 +212,25 @@ func (b *HarnessBrain) Drive(ctx context.Context, c *supervise.Coordinator, task
 	if st == nil {
 		st = memory.New(nil)
 	}
+	// Each attempt is one turn of the harness in a new session; the run
+	// retries a failed one and re-prompts one that returned with the
+	// check unmet, as Options.DriverRetry and Reprompt say
+	// (supervise.Coordinator.DriveAttempts), over the same endpoint and
+	// the same live workers.
+	report, err := c.DriveAttempts(ctx, func(ctx context.Context, attempt int, r *supervise.DriverReentry) (supervise.BrainReport, error) {
+		return b.turn(ctx, c, p, st, b.prompt(c, task, r), submitted)
+	})
+	// The harness's last turn has ended: a steer it has not taken by now
+	// never reaches its model, so it is not_live at once (Seal, not
+	// TakeOrSeal: no later turn would read what a final take returned).
+	inbox.Seal(context.WithoutCancel(ctx))
+	return report, err
+}
+
+// turn runs one turn of the manager's profile p on the harness, with
+// prompt, metered as it goes; submitted is closed once a result was
+// accepted, after which the turn has SubmitGrace to end.
+func (b *HarnessBrain) turn(ctx context.Context, c *supervise.Coordinator, p *profile.Profile, st store.Store, prompt string, submitted <-chan struct{}) (supervise.BrainReport, error) {
 	turnCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	go func() {
@@ -228,12 +255,8 @@ func (b *HarnessBrain) Drive(ctx context.Context, c *supervise.Coordinator, task
 	if err != nil {
 		return supervise.BrainReport{}, err
 	}
-	res, err := kernel.Execute(turnCtx, kernel.Request{Profile: p, Task: b.prompt(c, task), Provider: b.provider, Store: st,
+	res, err := kernel.Execute(turnCtx, kernel.Request{Profile: p, Task: prompt, Provider: b.provider, Store: st,
 		RunID: kernel.NewID("manager"), Kind: "supervise-manager", Observer: callMeter{turn: turn, logger: b.o.Logger}})
-	// The harness's turn is its last: a steer it has not taken by now
-	// never reaches its model, so it is not_live at once (Seal, not
-	// TakeOrSeal: no later turn would read what a final take returned).
-	inbox.Seal(context.WithoutCancel(ctx))
 	var report supervise.BrainReport
 	var total *ledger.Usage
 	if res != nil {
@@ -246,6 +269,10 @@ func (b *HarnessBrain) Drive(ctx context.Context, c *supervise.Coordinator, task
 	if err != nil && errors.Is(context.Cause(turnCtx), errSubmitGrace) && ctx.Err() == nil {
 		b.o.Logger.Info("coordmcp: ended the manager's turn after its accepted result", "grace", b.o.SubmitGrace)
 		err = nil
+	}
+	if errors.Is(err, clibridge.ErrBinaryNotFound) || errors.Is(err, clibridge.ErrEnvRefused) {
+		// Another attempt would find the same installation.
+		err = &supervise.TerminalDriverError{Err: err}
 	}
 	return report, err
 }
@@ -386,8 +413,10 @@ func (b *HarnessBrain) mounted(runDir string) (*profile.Profile, error) {
 // prompt is the manager's turn: the task, then how to work through the
 // coordination tools (named explicitly, so the harness does not reach
 // for its own sub-agent tool, which would bypass the journal, the pool
-// and the check), and on a resumed run the re-entry note (reentryNote).
-func (b *HarnessBrain) prompt(c *supervise.Coordinator, task string) string {
+// and the check), and on a resumed run, or a turn the run enters again
+// (r: a retry, a pause, a re-prompt), the re-entry note (reentryNote)
+// and, for the latter, why (reentryReason).
+func (b *HarnessBrain) prompt(c *supervise.Coordinator, task string, r *supervise.DriverReentry) string {
 	var s strings.Builder
 	s.WriteString(task)
 	s.WriteString("\n\n---\nYou are the manager of supervised run ")
@@ -409,7 +438,14 @@ func (b *HarnessBrain) prompt(c *supervise.Coordinator, task string) string {
 	}
 	s.WriteString(". When a worker delivered, or you have the result, submit it with submit_result (if granted), or end with stop.\n")
 	s.WriteString("A coordination tool's result may carry \"" + SteersMember + "\": messages the run's operator sent you while you worked; follow them.\n")
-	if st := c.Reentry(); st.Resumed {
+	switch st := c.Reentry(); {
+	case r != nil:
+		// The run drives its manager again in a new session (a retry
+		// after a failed turn, a pause, or a re-prompt): it is told
+		// the run's state, and why it is entered again.
+		s.WriteString(b.reentryNote(c.RunID(), st))
+		s.WriteString(reentryReason(r))
+	case st.Resumed:
 		s.WriteString(b.reentryNote(c.RunID(), st))
 	}
 	return s.String()

@@ -35,6 +35,12 @@ const (
 	// killChildEnv names the run dir of a supervisor child process the
 	// kill test starts (superviseUntilKilled).
 	killChildEnv = "COORDMCP_KILL_CHILD_DIR"
+	// fakeCountFileEnv, when set, is where the fake counts its
+	// invocations: each writes its prompt to fakePromptFileEnv with
+	// ".<n>" appended, and "fail-once" fails the first one
+	// (fakeFailTextEnv on stderr, exit 1) and finishes the others.
+	fakeCountFileEnv = "FAKEOC_COUNTFILE"
+	fakeFailTextEnv  = "FAKEOC_FAILTEXT"
 )
 
 // The fake's model calls: two before it hangs, one when it finishes.
@@ -47,7 +53,26 @@ var (
 // call, each step_finish with that call's tokens. "hang" then never ends
 // (the test kills it); "finish" answers and exits 0.
 func fakeOpencode(mode string) {
-	if path := os.Getenv(fakePromptFileEnv); path != "" {
+	promptFile := os.Getenv(fakePromptFileEnv)
+	if counter := os.Getenv(fakeCountFileEnv); counter != "" {
+		b, _ := os.ReadFile(counter)
+		n, _ := strconv.Atoi(string(b))
+		n++
+		if err := os.WriteFile(counter, []byte(strconv.Itoa(n)), 0o600); err != nil {
+			fmt.Fprintln(os.Stderr, "fake opencode:", err)
+			os.Exit(2)
+		}
+		if promptFile != "" {
+			promptFile += "." + strconv.Itoa(n)
+		}
+		if mode == "fail-once" {
+			mode = "finish"
+			if n == 1 {
+				mode = "fail"
+			}
+		}
+	}
+	if path := promptFile; path != "" {
 		prompt, err := io.ReadAll(os.Stdin)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "fake opencode: reading the prompt:", err)
@@ -57,6 +82,11 @@ func fakeOpencode(mode string) {
 			fmt.Fprintln(os.Stderr, "fake opencode:", err)
 			os.Exit(2)
 		}
+	}
+	if mode == "fail" {
+		io.Copy(io.Discard, os.Stdin)
+		fmt.Fprintln(os.Stderr, os.Getenv(fakeFailTextEnv))
+		os.Exit(1)
 	}
 	calls := finishCalls
 	if mode == "hang" {

@@ -160,3 +160,27 @@ func workerLine(w supervise.ReentryWorker) string {
 	}
 	return l
 }
+
+// MaxReentryFailureBytes bounds the failure a manager entered again
+// after a failed turn is told of.
+const MaxReentryFailureBytes = 1 << 10
+
+// reentryReason says why the run drives its manager again in this
+// session (supervise.DriverReentry): the earlier session failed, its
+// upstream refused for capacity, or it returned while the run had
+// delivered nothing — then with the instruction of what is still owed.
+func reentryReason(r *supervise.DriverReentry) string {
+	switch r.Reason {
+	case supervise.ReentryDriverFailure:
+		f := r.Failure
+		if len(f) > MaxReentryFailureBytes {
+			f = strings.ToValidUTF8(f[:MaxReentryFailureBytes], "") + "…"
+		}
+		return fmt.Sprintf("Why you are entered again: the earlier session failed (retry %d): %s\n", r.Retry, strconv.Quote(f))
+	case supervise.ReentryUpstreamUnavailable:
+		return fmt.Sprintf("Why you are entered again: the earlier session's model provider refused it for capacity (%s); the run paused and goes on now (pause %d).\n", r.Signal, r.Pause)
+	case supervise.ReentryUnmetContract:
+		return fmt.Sprintf("Why you are entered again: the earlier session ended while the run had delivered nothing that passed its check (re-prompt %d). What is still owed:\n%s\n", r.Reprompt, r.Steer)
+	}
+	return ""
+}

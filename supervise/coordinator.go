@@ -208,6 +208,9 @@ type core struct {
 	// reattach holds the nested managers driven again whose keyed spawn
 	// the resumed brain has not repeated yet (mu).
 	reattach map[NodeID]bool
+	// driverLoop is Options.DriverRetry, Reprompt and OnDriverAttempt,
+	// and the attempts DriveAttempts recorded (mu).
+	driverLoop *driverLoop
 }
 
 // worker is what the coordinator knows of one node beyond the scope.

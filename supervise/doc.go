@@ -469,6 +469,32 @@
 // this layer cannot import. Not built yet: interactive-worker bindings
 // of the run layout.
 //
+// The driver loop (§3.6 driverRetry, repromptOnUnmet). An external
+// harness owns its turn loop: its process may die, its upstream may
+// refuse for capacity, or it may end its turn while the run has
+// delivered nothing. A brain that drives through
+// Coordinator.DriveAttempts (HarnessBrain does) is entered again on the
+// same run, endpoint and live workers, nothing restarted or replayed. A
+// failure is classified (ClassifyDriverFailure): terminal — the run's own
+// decision, a 4xx, a TerminalDriverError — ends the run at once;
+// transient is retried after a doubling backoff, up to
+// DriverRetry.MaxAttempts failures and MaxConsecutiveFailures in a row
+// that made no progress; unavailable (429, 503, 529, a quota, an
+// upstream code in the failure's text) pauses and is entered again
+// without spending an attempt — only under a deadline, else it counts
+// as a failure. Progress is a delivery (a passing submission, a worker
+// that passed the check, the check turning met); while the check is
+// unmet, spend and settlements are not progress. A completed attempt
+// with the check unmet is re-prompted (Reprompt.Max, or UntilComplete
+// under the run's deadline) with DefaultUnmetSteer or Reprompt.OnUnmet's
+// instruction, until MaxBarren re-prompted attempts in a row delivered
+// nothing; the budget, the deadline, a cancellation and the manager's
+// stop bound every re-entry, asked again after each wait. Each attempt
+// is journaled (KindDriverAttempt; replay passes it over) and given to
+// Options.OnDriverAttempt; SupervisedResult.Continuation counts them. A
+// loop that failed after more than one attempt ends driver-failed with a
+// *DriverAttemptsError naming the first and last failures.
+//
 // Nested managers. A worker whose profile declares coordination verbs
 // (IsManagerProfile) is a manager itself: instead of the Executor, its
 // brain — Options.ManagerBrain, else the RouterBrain on Options.Router —

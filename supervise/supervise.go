@@ -257,6 +257,19 @@ type Options struct {
 	// rootHandle): RootHandle.Abort ends it no-winner aborted. One
 	// handle serves one run at a time.
 	Root *RootHandle
+	// DriverRetry is how an external-harness manager whose turn failed
+	// is driven again (§3.6 driverRetry; the zero value retries under
+	// the defaults, Disabled ends the run at the first failure), and
+	// Reprompt how one that returned while the run has delivered
+	// nothing is (§3.6 repromptOnUnmet; the zero value never
+	// re-prompts; refused for the router brain, which runs its loop in
+	// process). Both apply to brains that drive through
+	// Coordinator.DriveAttempts (coordmcp.HarnessBrain). OnDriverAttempt,
+	// when set, is told of each attempt as it ends (also journaled,
+	// KindDriverAttempt); it must not block.
+	DriverRetry     DriverRetry
+	Reprompt        Reprompt
+	OnDriverAttempt func(DriverAttempt)
 }
 
 // BreakerTrip is a tripped restart-intensity breaker (Options.MaxRestarts):
@@ -424,6 +437,11 @@ type SupervisedResult struct {
 	Resumed bool
 	// BrainText is the brain's final text.
 	BrainText string
+	// Continuation is what the run's driver loop did (DriveAttempts):
+	// its attempts, re-prompts, retries and pauses; nil when the brain
+	// did not drive through it, and on a run resumed to its journaled
+	// end.
+	Continuation *DriverContinuation
 }
 
 // ErrUnsupportedHarness: the manager's harness needs an external brain
@@ -583,7 +601,8 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 		logger: logger, now: now, workers: map[NodeID]*worker{}, ctl: newControl(runDir, ctx.Value(noControlScanKey{}) != nil),
 		lenses: lenses, analysts: map[NodeID]analystOf{}, afterSettle: o.AfterSettle, requested: map[string]bool{},
 		analystModel: o.AnalystModel, analystStops: map[NodeID]string{},
-		views: map[NodeID]*Coordinator{}, router: o.Router, maxTurns: o.MaxTurns, managerBrain: o.ManagerBrain, settleGrace: grace}}
+		views: map[NodeID]*Coordinator{}, router: o.Router, maxTurns: o.MaxTurns, managerBrain: o.ManagerBrain, settleGrace: grace,
+		driverLoop: &driverLoop{retry: o.DriverRetry, reprompt: o.Reprompt, onAttempt: o.OnDriverAttempt}}}
 	c.root = c
 	if o.RestartsWithin > 0 {
 		c.breaker = &restartBreaker{max: o.MaxRestarts, within: o.RestartsWithin}
@@ -974,6 +993,7 @@ func (o *Options) resolve(manager *profile.Profile) (Brain, Executor, error) {
 	if r, ok := exec.(UsageReporter); ok && !r.ReportsUsage() && !o.BudgetExempt {
 		bad("the executor cannot report usage; set BudgetExempt to run it charged at ceilings")
 	}
+	errs = append(errs, checkDriverLoop(o)...)
 	brain := o.Brain
 	if brain == nil && manager != nil {
 		switch manager.Harness {
@@ -991,12 +1011,15 @@ func (o *Options) resolve(manager *profile.Profile) (Brain, Executor, error) {
 			errs = append(errs, fmt.Errorf("%w: harness %s", ErrUnsupportedHarness, manager.Harness))
 		}
 	}
+	if _, router := brain.(*RouterBrain); router && (o.Reprompt.Max > 0 || o.Reprompt.UntilComplete) {
+		bad("Reprompt re-enters an external-harness manager; a cli-base manager (the router brain) runs its loop in process")
+	}
 	return brain, exec, errors.Join(errs...)
 }
 
 // finish settles the scope and builds the result.
 func (c *Coordinator) finish(ctx context.Context, report BrainReport, driveErr error, downWhileDriving int, start, end time.Time) SupervisedResult {
-	res := SupervisedResult{RunID: c.runID, BrainText: report.Text, MS: end.Sub(start).Milliseconds()}
+	res := SupervisedResult{RunID: c.runID, BrainText: report.Text, MS: end.Sub(start).Milliseconds(), Continuation: c.Continuation()}
 	if report.Metered != nil {
 		// Usage the brain reported only now: charged and journaled at
 		// its end (the router brain meters each turn as it happens).

@@ -12,6 +12,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -41,7 +42,8 @@ func newSuperviseCmd(stdio IO, open providerOpener) *cobra.Command {
 	var workers []string
 	var budgetTokens, iterations, workerTokens int64
 	var budgetUSD, workerUSD float64
-	var maxLive, maxTurns int
+	var maxLive, maxTurns, driverAttempts int
+	var reprompt string
 	var timeout time.Duration
 	var analystFlags analystModelFlags
 	var workerFlags workerProviderFlags
@@ -88,7 +90,13 @@ process serves the live run's verbs on 127.0.0.1 behind a per-run token it
 writes to RUN-DIR/coordination-endpoint.json (0600, removed at run end),
 and the harness gets one MCP server, "agentrt": agentrt mcp coordination
 RUN-DIR, a relay to them. The run ends when the harness's turn ends, when
-it calls stop, or 60s after its submit_result was accepted.
+it calls stop, or 60s after its submit_result was accepted. A turn that
+fails is driven again in a new session told the run's state and why
+(up to --driver-attempts failures, 8 by default; a 4xx or a missing CLI
+ends the run at once; a provider out of capacity pauses without spending
+an attempt); with --reprompt N (or until-complete, under --timeout) a
+turn that ended with nothing delivered is driven again with what is
+still owed. Stderr says each; --json carries "continuation".
 
 The run's directory is --run-dir DIR, by default
 WORKSPACE/.agent/supervisor/RUN-ID (--workspace, the current directory by
@@ -150,6 +158,14 @@ none or its journal lost part of it, 2 on usage errors.`,
 				return usage("--resume needs the run to continue: its --run-dir, or its --run-id in the --workspace")
 			case managerScript != "" && providerName != "scripted":
 				return usage("--manager-script applies to --provider scripted only")
+			case driverAttempts < 0:
+				return usage("--driver-attempts cannot be negative")
+			case (cmd.Flags().Changed("driver-attempts") || reprompt != "") && !isHarnessProvider(providerName):
+				return usage("--driver-attempts and --reprompt drive an external-harness manager again (--provider claude-code, codex or opencode); a %s manager runs its loop in process", providerName)
+			}
+			repromptOpt, err := repromptFlag(reprompt, timeout, resume)
+			if err != nil {
+				return err
 			}
 			if err := checkOperatorRun(cmd, task, expect, runID); err != nil {
 				return err
@@ -279,7 +295,12 @@ none or its journal lost part of it, 2 on usage errors.`,
 				AnalystModel: analystModel,
 				// The run's record, beside its workers' runs: agentrt
 				// runs show RUN-ID.
-				Store: s,
+				Store:       s,
+				DriverRetry: supervise.DriverRetry{MaxAttempts: driverAttempts},
+				Reprompt:    repromptOpt,
+				OnDriverAttempt: func(a supervise.DriverAttempt) {
+					progressDriverAttempt(stdio.Err, a)
+				},
 			}
 			journal.apply(&o, s)
 			if timeout > 0 {
@@ -369,6 +390,8 @@ none or its journal lost part of it, 2 on usage errors.`,
 	f.Float64Var(&workerUSD, "worker-usd", 0, "dollars each worker reserves (default: none)")
 	f.IntVar(&maxLive, "max-live", 0, "most workers live at once (default: no cap)")
 	f.IntVar(&maxTurns, "max-turns", 0, "most tool turns of the manager's model (default: the kernel's backstop)")
+	f.IntVar(&driverAttempts, "driver-attempts", 0, "with a claude-code, codex or opencode manager: most failed manager turns the run drives again before it ends driver-failed (default 8; 1 retries none)")
+	f.StringVar(&reprompt, "reprompt", "", "with a claude-code, codex or opencode manager: how many times a manager turn that ended with nothing delivered is driven again with what is still owed (N, or until-complete, which needs --timeout; default: never)")
 	f.DurationVar(&timeout, "timeout", 0, "the run's deadline, from its start: past it no worker is admitted, live ones are cancelled and the run ends budget-exhausted; journaled, so --resume keeps it (and refuses --timeout)")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
 	cmd.AddCommand(newSuperviseSteerCmd(stdio), newSuperviseCancelCmd(stdio))
@@ -906,7 +929,51 @@ func printSupervisedLost(w io.Writer, res supervise.SupervisedResult, runDir str
 	if res.Resumed {
 		fmt.Fprintf(w, "  resumed   from the journal of an earlier process\n")
 	}
+	if c := res.Continuation; c != nil && c.Attempts > 1 {
+		line := fmt.Sprintf("  manager   driven %d times: %d re-prompted, %d after a failure, %d after a pause; ended %s",
+			c.Attempts, c.Reprompts, c.FailureRetries, c.UnavailablePauses, c.Ended)
+		if c.RepromptRefusedBy != "" {
+			line += ", not re-prompted: " + string(c.RepromptRefusedBy)
+		}
+		fmt.Fprintln(w, line)
+	}
 	fmt.Fprintf(w, "  run dir   %s\n", runDir)
+}
+
+// repromptFlag reads --reprompt: empty (never), a count, or
+// until-complete, which needs the run's deadline (--timeout; a resume
+// keeps the journaled one).
+func repromptFlag(v string, timeout time.Duration, resume bool) (supervise.Reprompt, error) {
+	switch v = strings.TrimSpace(v); {
+	case v == "":
+		return supervise.Reprompt{}, nil
+	case v == "until-complete":
+		if timeout <= 0 && !resume {
+			return supervise.Reprompt{}, usage("--reprompt until-complete needs --timeout: the deadline is what bounds it")
+		}
+		return supervise.Reprompt{UntilComplete: true}, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return supervise.Reprompt{}, usage("--reprompt %q: give a count (0 or more) or until-complete", v)
+	}
+	return supervise.Reprompt{Max: n}, nil
+}
+
+// progressDriverAttempt reports on stderr a manager turn that did not
+// simply complete: a failure and what follows it, or a re-prompt.
+func progressDriverAttempt(w io.Writer, a supervise.DriverAttempt) {
+	switch {
+	case a.Error != "" && a.Stop == "":
+		fmt.Fprintf(w, "manager turn %d failed (%s): %s; driven again in %s\n", a.Attempt, a.Class, clip(a.Error, 200),
+			time.Duration(*a.RetryInMS)*time.Millisecond)
+	case a.Error != "":
+		fmt.Fprintf(w, "manager turn %d failed (%s): %s; stopped by %s\n", a.Attempt, a.Class, clip(a.Error, 200), a.Stop)
+	case a.Reprompted:
+		fmt.Fprintf(w, "manager turn %d ended with nothing delivered; re-prompted with what is still owed\n", a.Attempt)
+	case a.RepromptRefusedBy != "":
+		fmt.Fprintf(w, "manager turn %d ended with nothing delivered; not re-prompted: %s\n", a.Attempt, a.RepromptRefusedBy)
+	}
 }
 
 func knownNumber(n int64, known bool) canonjson.Value {
@@ -1172,6 +1239,13 @@ func supervisedValue(res supervise.SupervisedResult, runDir string) canonjson.Va
 		canonjson.Member{Name: "ms", Value: canonjson.NumberValue(float64(res.MS))},
 		canonjson.Member{Name: "runDir", Value: canonjson.StringValue(runDir)},
 	)
+	if res.Continuation != nil {
+		// What the external manager's driver loop did (§3.6
+		// continuation): attempts, re-prompts, retries and pauses.
+		if v, err := canonjson.ToValue(*res.Continuation); err == nil {
+			m = append(m, canonjson.Member{Name: "continuation", Value: v})
+		}
+	}
 	unknown := map[string]bool{}
 	for _, g := range res.SpendGaps {
 		for _, ch := range g.Channels {

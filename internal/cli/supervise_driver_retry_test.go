@@ -1,0 +1,120 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// fakeOpencodeOnPath puts an "opencode" on a fresh PATH directory that
+// counts its runs in dir/count and keeps each prompt in dir/prompt.<n>:
+// its first run dies (stderr, exit 1), the others answer with nothing
+// delegated, as a harness that ends its turn early does. It returns the
+// PATH to run with.
+func fakeOpencodeOnPath(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	count, prompts := filepath.Join(dir, "count"), filepath.Join(dir, "prompt")
+	script := fmt.Sprintf(`#!/bin/sh
+n=$(cat %[1]q 2>/dev/null || echo 0)
+n=$((n+1))
+echo "$n" > %[1]q
+cat > %[2]q."$n"
+if [ "$n" = 1 ]; then
+  echo "pi exit unknown: the harness process died" >&2
+  exit 1
+fi
+echo '{"type":"text","sessionID":"ses_fake","part":{"sessionID":"ses_fake","id":"prt_text","messageID":"msg_1","type":"text","text":"nothing to delegate"}}'
+echo '{"type":"step_finish","sessionID":"ses_fake","part":{"sessionID":"ses_fake","id":"prt_1","messageID":"msg_1","type":"step-finish","reason":"stop","tokens":{"input":40,"output":10},"cost":0}}'
+`, count, prompts)
+	if err := os.WriteFile(filepath.Join(bin, "opencode"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bin + string(os.PathListSeparator) + os.Getenv("PATH")
+}
+
+// §3.6 driverRetry and repromptOnUnmet through the real binary: an
+// opencode manager whose first turn dies is driven again (stderr says
+// so), its next turn ends with nothing delivered and is re-prompted
+// once (--reprompt 1), and --json carries the continuation: 3 attempts,
+// 1 failure retry, 1 re-prompt, not re-prompted again for
+// reprompts-exhausted. The run has no winner (exit 1).
+func TestSuperviseHarnessManagerRetriedAndRepromptedBinary(t *testing.T) {
+	dir := t.TempDir()
+	path := fakeOpencodeOnPath(t, dir)
+	mgr := filepath.Join(dir, "manager.json")
+	if err := os.WriteFile(mgr, []byte(`{"name": "manager", "harness": "opencode", "model": {"default": "fake/oc"},
+		"tools": {"agent_runtime_coordination_spawn_worker": true, "agent_runtime_coordination_await_event": true}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runDir := filepath.Join(dir, "run")
+	out, errOut, code := agentrtBinary(t, []string{"PATH=" + path}, "supervise", mgr, "--task", "write alpha", "--worker", noteWriter,
+		"--provider", "opencode", "--reprompt", "1", "--run-dir", runDir, "--db", filepath.Join(dir, "s.db"), "--json")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1 (no winner)\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	var res struct {
+		Status       string `json:"status"`
+		Reason       string `json:"reason"`
+		Continuation struct {
+			Attempts          int    `json:"attempts"`
+			Reprompts         int    `json:"reprompts"`
+			FailureRetries    int    `json:"failureRetries"`
+			Ended             string `json:"ended"`
+			RepromptRefusedBy string `json:"repromptRefusedBy"`
+		} `json:"continuation"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("--json: %v\n%s", err, out)
+	}
+	c := res.Continuation
+	if c.Attempts != 3 || c.FailureRetries != 1 || c.Reprompts != 1 || c.Ended != "completed" || c.RepromptRefusedBy != "reprompts-exhausted" {
+		t.Errorf("continuation %+v, want 3 attempts, 1 failure retry, 1 re-prompt, then reprompts-exhausted\nstderr: %s", c, errOut)
+	}
+	if res.Reason == "driver-failed" {
+		t.Errorf("reason driver-failed: the retried turn completed")
+	}
+	for _, want := range []string{"manager turn 1 failed (transient): ", "pi exit unknown", "driven again in",
+		"manager turn 2 ended with nothing delivered; re-prompted", "manager turn 3 ended with nothing delivered; not re-prompted: reprompts-exhausted"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	third, err := os.ReadFile(filepath.Join(dir, "prompt.3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(third), "re-prompt 1") || !strings.Contains(string(third), "write alpha") {
+		t.Errorf("the re-prompted turn's prompt:\n%s", third)
+	}
+}
+
+// --driver-attempts and --reprompt apply to an external-harness
+// manager only, and --reprompt until-complete needs --timeout: usage
+// errors (exit 2) that say what to do.
+func TestSuperviseDriverLoopFlagsAreUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--reprompt", "2"}, "external-harness manager"},
+		{[]string{"--driver-attempts", "3"}, "external-harness manager"},
+		{[]string{"--provider", "opencode", "--reprompt", "until-complete"}, "needs --timeout"},
+		{[]string{"--provider", "opencode", "--reprompt", "lots"}, "give a count"},
+		{[]string{"--provider", "opencode", "--driver-attempts", "-1"}, "cannot be negative"},
+	}
+	for _, tc := range cases {
+		args := append([]string{"supervise", supManager, "--task", "x", "--worker", noteWriter, "--db", filepath.Join(dir, "s.db")}, tc.args...)
+		_, errOut, code := agentrtBinary(t, nil, args...)
+		if code != 2 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 naming %q", tc.args, code, errOut, tc.want)
+		}
+	}
+}
