@@ -222,6 +222,20 @@
 // deterministic node ids and lifecycle, and the truthful totals of a
 // tree.
 //
+// Keys and assignments belong to the manager that spawns (§3.6 "Keyed
+// spawns", behaviour 44): the root and every nested manager keep their
+// own key registry, as the reference's nested scopes each do, so the
+// same key under two managers is two assignments, each admitted, run and
+// settled on its own. Under one manager a key answers by its latest
+// spawn: live, duplicate-key; another request, key-conflict; done, its
+// committed result (resumed: completed, nothing runs); down, a fresh
+// spawn (resumed: retried, with the prior worker and reason); started
+// without a terminal receipt, in-doubt (checked first). A spawn's
+// assignment is "key:<k>", else "ordinal:<n>" counting that manager's
+// unkeyed spawns from 1. A resume replays the journal's spawns under
+// their journaled parents, so every cut rebuilds each manager's
+// registry; the journal records nothing more for it.
+//
 // A Scope sits over a ledger.Pool. Every admitted spawn reserves its
 // ceiling (the request's budget merged per field over ScopeOptions.PerWorker)
 // before anything runs (Supervise refuses a PerWorker that caps a channel

@@ -25,7 +25,8 @@ const RuntimeManager = "manager"
 // view of the same run. Through it spawn_worker admits children under
 // the node ("<node>:s<seq>", MaxDepth enforced), reserved from the pool
 // carved from its reservation (carve.go) and counted tree-wide against
-// MaxLiveWorkers; await_event,
+// MaxLiveWorkers, under keys and assignment ordinals of its own (a key
+// it uses names no assignment of another manager); await_event,
 // list_questions and answer_question see only its own children's
 // events; observe_agent and steer_agent reach its subtree; ask_parent
 // and escalations go to its parent manager. Its children's contexts

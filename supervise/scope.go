@@ -93,8 +93,10 @@ type SpawnRequest struct {
 	Model         string
 	Task          string
 	// Key, when set, makes the spawn idempotent: the same key with the
-	// same request replays, with a different request conflicts. Keys
-	// are scope-wide, not per parent.
+	// same request replays, with a different request conflicts. A key
+	// belongs to the manager that spawns (Parent, the root when empty):
+	// the same key under two managers names two assignments (§3.6; the
+	// reference's nested scopes each keep their own key registry).
 	Key        string
 	Budget     ledger.Budget
 	Continuity Continuity
@@ -104,7 +106,8 @@ type SpawnRequest struct {
 type SpawnReply struct {
 	Node NodeID
 	Seq  int
-	// Assignment is "key:<k>" or "ordinal:<n>".
+	// Assignment is "key:<k>" or "ordinal:<n>", both the spawning
+	// manager's: n counts that manager's unkeyed spawns from 1.
 	Assignment string
 	// Reserved is the merged ceiling reserved for the node.
 	Reserved ledger.Budget
@@ -178,6 +181,13 @@ type node struct {
 
 func (n *node) live() bool { return n.State.Live() && !n.InDoubt && !n.NeverSettled }
 
+// managerKey is a spawn key under the manager that spawns with it (the
+// spawn's parent): one assignment of that manager's key registry.
+type managerKey struct {
+	manager NodeID
+	key     string
+}
+
 // labelKey is a label under a parent: what a continuity-resume spawn
 // re-attaches to.
 type labelKey struct {
@@ -197,21 +207,26 @@ type labelled struct {
 // Scope is the conserved budget scope of one supervised tree. It is safe
 // for concurrent use.
 type Scope struct {
-	mu      sync.Mutex
-	pool    *ledger.Pool
-	opts    ScopeOptions
-	root    NodeID
-	nodes   map[NodeID]*node
-	order   []*node
-	keys    map[string]*node
-	labels  map[labelKey]*labelled
-	seq     int
-	ordinal int
-	settled int
-	live    int
-	aborted bool
-	closed  bool
-	allowed map[string]bool
+	mu    sync.Mutex
+	pool  *ledger.Pool
+	opts  ScopeOptions
+	root  NodeID
+	nodes map[NodeID]*node
+	order []*node
+	// keys is each manager's key registry: a key names an assignment
+	// of the manager that spawns under it (the root or a nested
+	// manager), so the same key under two managers is two assignments
+	// (the reference mounts each nested scope with a registry of its
+	// own). ordinals numbers each manager's unkeyed assignments.
+	keys     map[managerKey]*node
+	labels   map[labelKey]*labelled
+	seq      int
+	ordinals map[NodeID]int
+	settled  int
+	live     int
+	aborted  bool
+	closed   bool
+	allowed  map[string]bool
 	// replaying is set while a resumed run replays its journal: its
 	// spawns are re-admitted (ledger.Pool.Readmit), not admitted anew,
 	// so a run resumed past its deadline replays what was admitted
@@ -246,7 +261,7 @@ func New(pool *ledger.Pool, opts ScopeOptions) (*Scope, error) {
 	if !validName(string(root)) {
 		return nil, fmt.Errorf("%w: root id %q", ErrInvalidOptions, root)
 	}
-	s := &Scope{pool: pool, opts: opts, root: root, nodes: map[NodeID]*node{}, keys: map[string]*node{}}
+	s := &Scope{pool: pool, opts: opts, root: root, nodes: map[NodeID]*node{}, keys: map[managerKey]*node{}, ordinals: map[NodeID]int{}}
 	if len(opts.AllowedModels) > 0 {
 		s.allowed = map[string]bool{}
 		for _, m := range opts.AllowedModels {
@@ -389,7 +404,7 @@ func (s *Scope) Spawn(req SpawnRequest) (SpawnReply, error) {
 			return SpawnReply{}, s.refuse(CodePreflightRefused, "invalid-request", err.Error(), err)
 		}
 		canon = string(b)
-		if k, ok := s.keys[req.Key]; ok {
+		if k, ok := s.keys[managerKey{req.Parent, req.Key}]; ok {
 			// In doubt first, whatever the request: a start without a
 			// terminal receipt refuses before the request is compared
 			// (the reference's scope.ts spawn checks it first too).
@@ -489,11 +504,11 @@ func (s *Scope) Spawn(req SpawnRequest) (SpawnReply, error) {
 	l.live++
 	reply := SpawnReply{Node: n.ID, Seq: n.Seq, Reserved: budget, ResumeOf: resumeOf}
 	if req.Key != "" {
-		s.keys[req.Key] = n
+		s.keys[managerKey{req.Parent, req.Key}] = n
 		reply.Assignment = "key:" + req.Key
 	} else {
-		s.ordinal++
-		reply.Assignment = "ordinal:" + strconv.Itoa(s.ordinal)
+		s.ordinals[req.Parent]++
+		reply.Assignment = "ordinal:" + strconv.Itoa(s.ordinals[req.Parent])
 	}
 	if prior != nil {
 		reply.Resumed, reply.PriorWorker = ResumedRetried, prior.ID
