@@ -309,6 +309,12 @@ type SpawnBudget struct {
 type SpawnResult struct {
 	WorkerID    NodeID  `json:"workerId"`
 	Assignment  string  `json:"assignment"`
+	// AssignmentID is Assignment under the reference's name, and
+	// Continuity the spawn's continuity (fresh or resume): a TypeScript
+	// peer reads spawn_worker's reply as {workerId, assignmentId,
+	// continuity, live, freeSlots}.
+	AssignmentID string `json:"assignmentId"`
+	Continuity   string `json:"continuity"`
 	Resumed     Resumed `json:"resumed,omitzero"`
 	PriorWorker NodeID  `json:"priorWorkerId,omitzero"`
 	PriorReason string  `json:"priorReason,omitzero"`
@@ -407,8 +413,9 @@ func (c *Coordinator) Spawn(ctx context.Context, a SpawnArgs) (SpawnResult, erro
 			c.spawnMu.Unlock()
 			info, _ := c.scope.Node(id)
 			live, free := c.scope.Live()
-			res := SpawnResult{WorkerID: id, Assignment: "replay:" + strconv.Itoa(info.Seq), Resumed: ResumedCompleted,
-				Replayed: true, Live: live, FreeSlots: free}
+			assignment := "replay:" + strconv.Itoa(info.Seq)
+			res := SpawnResult{WorkerID: id, Assignment: assignment, AssignmentID: assignment, Continuity: continuityWord(req.Continuity),
+				Resumed: ResumedCompleted, Replayed: true, Live: live, FreeSlots: free}
 			switch {
 			case inDoubt:
 				// Neither completed nor live: its outcome is unknown (the
@@ -437,11 +444,12 @@ func (c *Coordinator) Spawn(ctx context.Context, a SpawnArgs) (SpawnResult, erro
 		if id, ok := c.reattachKeyed(req, err); ok {
 			// The key's nested manager, driven again by this resumed run.
 			live, free := c.scope.Live()
-			return SpawnResult{WorkerID: id, Assignment: "key:" + req.Key, Replayed: true, Live: live, FreeSlots: free}, nil
+			return SpawnResult{WorkerID: id, Assignment: "key:" + req.Key, AssignmentID: "key:" + req.Key, Continuity: continuityWord(req.Continuity),
+				Replayed: true, Live: live, FreeSlots: free}, nil
 		}
 		return SpawnResult{}, err
 	}
-	out := SpawnResult{WorkerID: reply.Node, Assignment: reply.Assignment, Resumed: reply.Resumed,
+	out := SpawnResult{WorkerID: reply.Node, Assignment: reply.Assignment, AssignmentID: reply.Assignment, Continuity: continuityWord(req.Continuity), Resumed: reply.Resumed,
 		PriorWorker: reply.PriorWorker, PriorReason: reply.PriorReason, Live: reply.Live, FreeSlots: reply.FreeSlots}
 	if reply.Resumed == ResumedCompleted {
 		return out, nil // the key's committed result; nothing runs

@@ -232,7 +232,9 @@
 // spawn (resumed: retried, with the prior worker and reason); started
 // without a terminal receipt, in-doubt (checked first). A spawn's
 // assignment is "key:<k>", else "ordinal:<n>" counting that manager's
-// unkeyed spawns from 1. A resume replays the journal's spawns under
+// unkeyed spawns from 0, as the reference does; spawn_worker's reply
+// carries it as assignment and, under the reference's name, assignmentId,
+// beside its continuity ("fresh" or "resume"). A resume replays the journal's spawns under
 // their journaled parents, so every cut rebuilds each manager's
 // registry; the journal records nothing more for it.
 //

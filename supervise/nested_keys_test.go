@@ -68,8 +68,8 @@ func TestNestedKeyScopedToItsManagerBehaviour44(t *testing.T) {
 	grant := ledger.Budget{Tokens: i64(5000), Iterations: i64(10), MicroUSD: i64(250_000)}
 	a := spawnOK(t, s, supervise.SpawnRequest{Profile: "lead", Label: "a", Budget: grant})
 	b := spawnOK(t, s, supervise.SpawnRequest{Profile: "lead", Label: "b", Budget: grant})
-	if a.Assignment != "ordinal:1" || b.Assignment != "ordinal:2" {
-		t.Errorf("the root's unkeyed leads got %s and %s, want ordinal:1 and ordinal:2", a.Assignment, b.Assignment)
+	if a.Assignment != "ordinal:0" || b.Assignment != "ordinal:1" {
+		t.Errorf("the root's unkeyed leads got %s and %s, want ordinal:0 and ordinal:1 (the reference counts from 0)", a.Assignment, b.Assignment)
 	}
 	req := func(parent supervise.NodeID, task string) supervise.SpawnRequest {
 		return supervise.SpawnRequest{Parent: parent, Profile: "writer", Task: task, Key: "k", Budget: writer}
@@ -137,7 +137,7 @@ func TestNestedKeyScopedToItsManagerBehaviour44(t *testing.T) {
 	for _, tc := range []struct {
 		parent supervise.NodeID
 		want   string
-	}{{a.Node, "ordinal:1"}, {a.Node, "ordinal:2"}, {b.Node, "ordinal:1"}, {"", "ordinal:3"}} {
+	}{{a.Node, "ordinal:0"}, {a.Node, "ordinal:1"}, {b.Node, "ordinal:0"}, {"", "ordinal:2"}} {
 		r := spawnOK(t, s, supervise.SpawnRequest{Parent: tc.parent, Profile: "writer", Task: "unkeyed", Budget: writer})
 		if r.Assignment != tc.want {
 			t.Errorf("an unkeyed spawn under %q: %s, want %s", tc.parent, r.Assignment, tc.want)

@@ -133,8 +133,8 @@ func TestUnkeyedSpawnOfFailedChildSpawnsFreshAcrossRestartBehaviour44(t *testing
 	if !dead.Load() {
 		t.Fatal("the first process never journaled its settlement")
 	}
-	if first["workerId"] != "run1:s1" || first["assignment"] != "ordinal:1" {
-		t.Fatalf("first spawn: %v, want run1:s1 under ordinal:1", first)
+	if first["workerId"] != "run1:s1" || first["assignment"] != "ordinal:0" {
+		t.Fatalf("first spawn: %v, want run1:s1 under ordinal:0", first)
 	}
 
 	gate := &gateExecutor{release: make(chan struct{})}
@@ -156,7 +156,7 @@ func TestUnkeyedSpawnOfFailedChildSpawnsFreshAcrossRestartBehaviour44(t *testing
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again["workerId"] == nil || again["workerId"] == "run1:s1" || again["assignment"] == "ordinal:1" {
+	if again["workerId"] == nil || again["workerId"] == "run1:s1" || again["assignment"] == "ordinal:0" {
 		t.Errorf("unkeyed spawn again: %v, want a new worker under a new ordinal", again)
 	}
 	for _, field := range []string{"resumed", "priorWorkerId", "priorReason", "error"} {

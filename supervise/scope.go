@@ -107,7 +107,8 @@ type SpawnReply struct {
 	Node NodeID
 	Seq  int
 	// Assignment is "key:<k>" or "ordinal:<n>", both the spawning
-	// manager's: n counts that manager's unkeyed spawns from 1.
+	// manager's: n counts that manager's unkeyed spawns from 0, as the
+	// reference's assignment ids do.
 	Assignment string
 	// Reserved is the merged ceiling reserved for the node.
 	Reserved ledger.Budget
@@ -507,8 +508,8 @@ func (s *Scope) Spawn(req SpawnRequest) (SpawnReply, error) {
 		s.keys[managerKey{req.Parent, req.Key}] = n
 		reply.Assignment = "key:" + req.Key
 	} else {
-		s.ordinals[req.Parent]++
 		reply.Assignment = "ordinal:" + strconv.Itoa(s.ordinals[req.Parent])
+		s.ordinals[req.Parent]++
 	}
 	if prior != nil {
 		reply.Resumed, reply.PriorWorker = ResumedRetried, prior.ID
@@ -926,4 +927,13 @@ func dropNegative(sp ledger.Spend) ledger.Spend {
 		sp.Resources[k] = neg(v)
 	}
 	return sp
+}
+
+// continuityWord is c as spawn_worker's reply spells it: "fresh" for
+// the zero value.
+func continuityWord(c Continuity) string {
+	if c == ContinuityFresh {
+		return string(continuityFreshWord)
+	}
+	return string(c)
 }

@@ -197,6 +197,15 @@ type Options struct {
 	// still running then is charged at its ceiling and named in
 	// TeardownUnconfirmed.
 	SettleGrace time.Duration
+	// ChildSettleGrace is how long live workers may go on running once
+	// the manager's brain failed (it returned an error of its own, not a
+	// stop, a cancellation or the deadline) before they are cancelled
+	// (§3.6 childSettleGraceMs): a manager that died did not make its
+	// workers unhealthy, and a worker mid-task holds work already paid
+	// for. A worker that delivers within it can still win the run. It is
+	// bounded by the run's deadline, and a run cancellation or the
+	// caller's context ends it. 0 cancels them at once.
+	ChildSettleGrace time.Duration
 	// Now replaces time.Now; Logger receives what the run cannot return.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -825,6 +834,11 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	// cancels the live ones: a real down child outranks the driver's
 	// rejection (§3.6 "lifecycle causes outrank driver-failed").
 	downWhileDriving := c.downCount()
+	if driveErr != nil && brainCtx.Err() == nil && o.ChildSettleGrace > 0 {
+		// The manager failed on its own: its live workers finish what
+		// they hold, within the grace and the run's deadline.
+		c.childSettleGrace(ctx, o.ChildSettleGrace, deadline)
+	}
 	c.closeManagerInbox(ctx) // a root steer still waiting is not_live
 	stopWatch()
 	stopped := errors.Is(context.Cause(brainCtx), ErrStopped)
@@ -923,6 +937,31 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 		errs = append(errs, loss)
 	}
 	return res, errors.Join(errs...)
+}
+
+// childSettleGrace waits, after the manager failed, until the run's
+// live workers settled, grace passed, the run's deadline passed or ctx
+// ended (a run cancellation cancels the workers, which ends it too).
+func (c *Coordinator) childSettleGrace(ctx context.Context, grace time.Duration, deadline time.Time) {
+	if !deadline.IsZero() {
+		grace = min(grace, deadline.Sub(c.now()))
+	}
+	if grace <= 0 {
+		return
+	}
+	if live, _ := c.scope.Live(); live == 0 {
+		return
+	}
+	c.logger.Info("supervise: the manager failed; its live workers get a grace to settle", "grace", grace)
+	settled := make(chan struct{})
+	go func() { c.wg.Wait(); close(settled) }()
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-settled:
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
 
 // drive runs the brain, turning a panic into a driver failure.

@@ -58,7 +58,7 @@ func TestSpawnBudgetSpecSpelling(t *testing.T) {
 			if _, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker, supervise.VerbObserveAgent), "t", o); err != nil {
 				t.Fatal(err)
 			}
-			for _, k := range []string{"workerId", "assignment", "reason", "cause"} {
+			for _, k := range []string{"workerId", "assignment", "assignmentId", "continuity", "reason", "cause"} {
 				delete(got, k)
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
@@ -221,5 +221,35 @@ func TestReadJournalMaxBytes(t *testing.T) {
 	}
 	if rows := tiny["rows"].([]any); len(rows) != 0 || tiny["oversize"] == nil || tiny["nextRow"] != 1.0 {
 		t.Errorf("maxBytes 10 = %v, want no rows, the first named oversize, nextRow 1", tiny)
+	}
+}
+
+// spawn_worker's reply as the reference's: {workerId, assignmentId,
+// continuity, live, freeSlots}, unkeyed assignments counted from
+// ordinal:0 per manager (agentrt's own "assignment" beside it), a key's
+// as key:<k>.
+func TestSpawnReplyReferenceShape(t *testing.T) {
+	gate := &gateExecutor{release: make(chan struct{})}
+	o := baseOptions(t, gate, nil)
+	o.MaxLiveWorkers = 3
+	var got []map[string]any
+	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		defer close(gate.release)
+		for _, a := range []map[string]any{{"profile": "writer", "task": "x"}, {"profile": "writer", "task": "y"},
+			{"profile": "writer", "task": "z", "key": "kz", "continuity": "fresh"}} {
+			got = append(got, tool(t, ctx, c, supervise.VerbSpawnWorker, a))
+		}
+		return supervise.BrainReport{}, nil
+	})
+	if _, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o); err != nil {
+		t.Fatal(err)
+	}
+	want := []map[string]any{
+		{"workerId": "run1:s1", "assignment": "ordinal:0", "assignmentId": "ordinal:0", "continuity": "fresh", "live": 1.0, "freeSlots": 2.0},
+		{"workerId": "run1:s2", "assignment": "ordinal:1", "assignmentId": "ordinal:1", "continuity": "fresh", "live": 2.0, "freeSlots": 1.0},
+		{"workerId": "run1:s3", "assignment": "key:kz", "assignmentId": "key:kz", "continuity": "fresh", "live": 3.0, "freeSlots": 0.0},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("replies (-want +got):\n%s", diff)
 	}
 }

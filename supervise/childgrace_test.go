@@ -1,0 +1,67 @@
+package supervise_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/agentrt/agentrt/supervise"
+)
+
+// §3.6 childSettleGraceMs: a manager that fails on its own leaves its
+// live workers running for the grace. One that delivers within it wins
+// the run (a lifecycle outcome outranks driver-failed); without a grace
+// it is cancelled at once and the run ends driver-failed; a worker that
+// outlasts the grace is cancelled when it ends, and the run's deadline
+// bounds the grace.
+func TestChildSettleGraceAfterTheManagerFailed(t *testing.T) {
+	cases := []struct {
+		name    string
+		grace   time.Duration
+		release time.Duration // when the worker's gate opens (0: never)
+		timeout time.Duration // the run's deadline (0: none)
+		status  supervise.Status
+		reason  supervise.NoWinnerReason
+		state   supervise.State
+		within  time.Duration
+	}{
+		{"delivered within the grace wins", 30 * time.Second, 100 * time.Millisecond, 0, supervise.StatusWinner, "", supervise.StateDone, 20 * time.Second},
+		{"no grace cancels at once", 0, 100 * time.Millisecond, 0, supervise.StatusNoWinner, supervise.ReasonDriverFailed, supervise.StateCancelled, 20 * time.Second},
+		{"a worker that outlasts the grace is cancelled", 200 * time.Millisecond, 0, 0, supervise.StatusNoWinner, supervise.ReasonDriverFailed, supervise.StateCancelled, 20 * time.Second},
+		{"the deadline bounds the grace", time.Hour, 0, 2 * time.Second, supervise.StatusNoWinner, "", supervise.StateCancelled, 30 * time.Second},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			gate := &gateExecutor{release: make(chan struct{})}
+			o := baseOptions(t, gate, nil)
+			o.ChildSettleGrace = tc.grace
+			if tc.timeout > 0 {
+				o.Deadline = time.Now().Add(tc.timeout)
+			}
+			o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+				if r := tool(t, ctx, c, supervise.VerbSpawnWorker, spawnArgs("write alpha")); r["error"] != nil {
+					t.Errorf("spawn refused: %v", r)
+				}
+				if tc.release > 0 {
+					time.AfterFunc(tc.release, func() { close(gate.release) })
+				}
+				return supervise.BrainReport{}, errors.New("the manager's process died")
+			})
+			start := time.Now()
+			res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := time.Since(start); d > tc.within {
+				t.Errorf("the run took %s, want within %s", d, tc.within)
+			}
+			if res.Status != tc.status || (tc.reason != "" && res.Reason != tc.reason) {
+				t.Errorf("status %s reason %s (error %+v), want %s %s", res.Status, res.Reason, res.Error, tc.status, tc.reason)
+			}
+			if len(res.Tree) != 1 || res.Tree[0].State != tc.state {
+				t.Errorf("tree %+v, want the worker %s", res.Tree, tc.state)
+			}
+		})
+	}
+}
