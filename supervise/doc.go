@@ -281,7 +281,8 @@
 // the request's answer field, a deferral (or an answer that does not fit
 // the form) declined — while a request withdrawn first (its timeout, the
 // turn's end) expires the question. A question's options are §3.6's
-// {label, tradeoff} (QuestionOption; a plain string is taken as a label,
+// {label, tradeoff} in tool replies and journals alike (QuestionOption;
+// a plain string is taken as a label,
 // which is how a question journaled before tradeoffs reads back), and
 // list_questions shows both. A question is bounded
 // (MaxQuestionBytes over question, reason, labels and tradeoffs;
