@@ -71,3 +71,18 @@ func TestCancelOfALabelNotYetSpawnedAppliesWhenItIsBehaviour49(t *testing.T) {
 		t.Errorf("the cancellation of nobody at run end: %+v, %v; want unknown, %q", rec, err, want)
 	}
 }
+
+// Behaviour 49 (retry-safe by operation id; a changed body fails loud):
+// an operation id reused with the same worker but another reason is a
+// conflict, and the error says what differs — the reason first asked —
+// not that another worker was asked.
+func TestCancelConflictNamesWhatDiffersBehaviour49(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := supervise.CancelWorker(t.Context(), dir, "note", "c-1", supervise.CancelOptions{Reason: "too slow"}); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := run(t, "", "cancel", dir, "note", "--operation-id", "c-1", "--reason", "other", "--wait", "0")
+	if code == 0 || !strings.Contains(errOut, `reason "too slow"`) || strings.Contains(errOut, "worker note was asked first") {
+		t.Errorf("a reused operation id with another reason: exit %d\n%s%s", code, out, errOut)
+	}
+}
