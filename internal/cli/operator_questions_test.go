@@ -40,17 +40,6 @@ const askingWorker = `{"turns": [{"repeat": true, "steps": [
       "options": [{"value": "red", "label": "Red"}, {"value": "blue", "label": "Blue"}]}]}}}},
   {"text": "painted {{answer:colour.colour}} ({{outcome:colour}}) DONE"}]}]}`
 
-// journalText is the run dir's spawn journal as text: the manager's
-// transcript holds each verb's result.
-func runJournalText(t *testing.T, dir string) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, supervise.SpawnJournalFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
 // §3.6 "Questions" (options are {label, tradeoff}[]) and §3.6 "Supervisor
 // run layout" (coordination-log.jsonl holds questions and decisions as
 // evidence), through agentrt supervise: a worker's question with options
