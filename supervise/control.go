@@ -310,6 +310,12 @@ type CancelRequest struct {
 	At          int64  `json:"at"`
 }
 
+// firstAsked says what the request first written under r's operation
+// id asked: a conflict names the body that won, whichever part differs.
+func (r CancelRequest) firstAsked() string {
+	return fmt.Sprintf("worker %s (reason %q, source %s) was asked first", r.Worker, r.Reason, r.Source)
+}
+
 func (r CancelRequest) sameBody(o CancelRequest) bool {
 	return r.OperationID == o.OperationID && r.Worker == o.Worker && r.Reason == o.Reason && r.Source == o.Source
 }
@@ -363,7 +369,7 @@ func CancelWorker(ctx context.Context, runDir, worker, operationID string, o Can
 	}
 	if p, ok := prior[operationID]; ok {
 		if !p.sameBody(req) {
-			return WorkerCancellation{}, &ConflictError{Kind: "worker-cancel", OperationID: operationID, Detail: "worker " + p.Worker + " was asked first"}
+			return WorkerCancellation{}, &ConflictError{Kind: "worker-cancel", OperationID: operationID, Detail: p.firstAsked()}
 		}
 	} else {
 		path := filepath.Join(runDir, CancelRequestsFile)
@@ -380,7 +386,7 @@ func CancelWorker(ctx context.Context, runDir, worker, operationID string, o Can
 			return WorkerCancellation{}, err
 		}
 		if p := now[operationID]; !p.sameBody(req) {
-			return WorkerCancellation{}, &ConflictError{Kind: "worker-cancel", OperationID: operationID, Detail: "worker " + p.Worker + " was asked first"}
+			return WorkerCancellation{}, &ConflictError{Kind: "worker-cancel", OperationID: operationID, Detail: p.firstAsked()}
 		}
 	}
 	return ReadWorkerCancellation(ctx, runDir, operationID)

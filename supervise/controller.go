@@ -68,6 +68,11 @@ type control struct {
 	// steersAcked holds the steer request files known to have an
 	// acknowledgement (passMu), so a scan stats only the new ones.
 	steersAcked map[string]bool
+	// pending holds, in the order written, the worker cancellations
+	// whose worker no node answers to yet (passMu): each scan resolves
+	// them again, so a label the manager spawns later is cancelled then;
+	// run end expires what is left.
+	pending []CancelRequest
 
 	// mu guards everything below and orders cancellation record writes.
 	mu   sync.Mutex
@@ -271,24 +276,36 @@ func (c *Coordinator) checkWorkerCancels(ctx context.Context) {
 		return
 	}
 	c.ctl.cancelOff = next
-	for _, r := range reqs {
+	// The requests still waiting for their worker come first, in the
+	// order written, then the new ones.
+	pending := c.ctl.pending
+	c.ctl.pending = nil
+	for i, r := range append(pending, reqs...) {
 		c.ctl.mu.Lock()
-		if c.ctl.seen[r.OperationID] {
+		if i >= len(pending) {
+			if c.ctl.seen[r.OperationID] {
+				c.ctl.mu.Unlock()
+				continue
+			}
+			c.ctl.seen[r.OperationID] = true
+			if _, err := os.Stat(c.cancellationPath(r.OperationID)); err == nil {
+				c.ctl.mu.Unlock()
+				continue // resolved by an earlier process of this run
+			}
+		}
+		info, found := c.resolveWorker(r.Worker)
+		if !found {
+			// No worker answers to it yet: it stays open (unknown, never
+			// success), for a later scan to apply once the manager spawns
+			// one, or run end to expire.
+			c.ctl.pending = append(c.ctl.pending, r)
 			c.ctl.mu.Unlock()
 			continue
 		}
-		c.ctl.seen[r.OperationID] = true
-		if _, err := os.Stat(c.cancellationPath(r.OperationID)); err == nil {
-			c.ctl.mu.Unlock()
-			continue // resolved by an earlier process of this run
-		}
-		info, found := c.resolveWorker(r.Worker)
 		c.journalControl(ctx, KindCancelRequested, info.ID, r)
 		rec := &WorkerCancellation{OperationID: r.OperationID, Worker: r.Worker, RequestedAt: r.At, Reason: r.Reason,
 			WorkerID: info.ID, Terminated: []NodeID{}}
 		switch {
-		case !found:
-			rec.Effect, rec.Detail = kernel.EffectUnknown, "the run has no worker "+r.Worker
 		case info.ID == c.scope.Root():
 			rec.Effect, rec.Detail = kernel.EffectUnknown, "the root is cancelled with CancelRun"
 		case !live(info):
@@ -475,8 +492,17 @@ func (c *Coordinator) finalizeControl(ctx context.Context, res *SupervisedResult
 		}
 		rec := &WorkerCancellation{OperationID: r.OperationID, Worker: r.Worker, Effect: kernel.EffectNotLive, RequestedAt: r.At,
 			Reason: r.Reason, Detail: end, Terminated: []NodeID{}}
+		if info, ok := c.resolveWorker(r.Worker); !ok && r.Worker != c.runID {
+			// No worker of the run ever answered to it: unknown, as a
+			// request written after the run's end to a worker it never
+			// had reads (endedDetail), not a settled worker's not_live.
+			rec.Effect, rec.Detail = kernel.EffectUnknown, end+"; the run has no worker "+r.Worker
+		} else {
+			rec.WorkerID = info.ID
+		}
 		c.writeCancellationLocked(ctx, rec)
 	}
+	c.ctl.pending = nil
 	run, at := c.ctl.run, c.ctl.runAt
 	c.ctl.mu.Unlock()
 

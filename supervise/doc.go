@@ -283,7 +283,10 @@
 // *ConflictError). Supervise scans for them every ControlScanInterval,
 // applies each once, journals request and acknowledgement, and expires
 // what is still open at run end (not_live when never applied, unknown
-// when an abort's end was not observed). A request written after the
+// when an abort's end was not observed). A worker cancellation naming a
+// label no worker has yet stays open (unknown) and is applied when the
+// manager spawns one under it; if none ever does, run end expires it
+// unknown with "the run has no worker …". A request written after the
 // run ended is read back not_live, or, when the run's journal shows it
 // never had a worker the request names, refused (a steer) or unknown (a
 // cancellation) with "the run has no worker …", as a running supervisor
@@ -297,7 +300,8 @@
 // the request's answer field, a deferral (or an answer that does not fit
 // the form) declined — while a request withdrawn first (its timeout, the
 // turn's end) expires the question. A question's options are §3.6's
-// {label, tradeoff} (QuestionOption; a plain string is taken as a label,
+// {label, tradeoff} in tool replies and journals alike (QuestionOption;
+// a plain string is taken as a label,
 // which is how a question journaled before tradeoffs reads back), and
 // list_questions shows both. A question is bounded
 // (MaxQuestionBytes over question, reason, labels and tradeoffs;

@@ -107,3 +107,49 @@ func TestListQuestionsShowsOptionTradeoffs(t *testing.T) {
 		t.Errorf("a tradeoff past MaxQuestionBytes: %v, want refused invalid-question", err)
 	}
 }
+
+// §3.6: an option is journaled as {label, tradeoff} — the coordination
+// log and a store spawn journal write through canonjson, not
+// encoding/json — and a journaled option reads back from that form, a
+// plain label, or the {"Label", "Tradeoff"} this package journaled
+// before options had a journaled shape of their own.
+func TestQuestionOptionJournaledShape(t *testing.T) {
+	v, err := canonjson.ToValue(supervise.Question{ID: "q1", Options: []supervise.QuestionOption{{Label: "red", Tradeoff: "cheap"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts, _ := v.Get("options")
+	if got := string(canonjson.Marshal(opts)); got != `[{"label":"red","tradeoff":"cheap"}]` {
+		t.Errorf("journaled options %s", got)
+	}
+	for _, tc := range []struct {
+		in   string
+		want supervise.QuestionOption
+		bad  bool
+	}{
+		{in: `{"label":"red","tradeoff":"cheap"}`, want: supervise.QuestionOption{Label: "red", Tradeoff: "cheap"}},
+		{in: `{"label":"red"}`, want: supervise.QuestionOption{Label: "red"}},
+		{in: `"red"`, want: supervise.QuestionOption{Label: "red"}},
+		{in: `{"Label":"red","Tradeoff":"cheap"}`, want: supervise.QuestionOption{Label: "red", Tradeoff: "cheap"}},
+		{in: `{"tradeoff":"t"}`, bad: true},
+		{in: `{"label":"x","cost":1}`, bad: true},
+		{in: `3`, bad: true},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			v, err := canonjson.Decode([]byte(tc.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got supervise.QuestionOption
+			err = canonjson.FromValue(v, &got)
+			switch {
+			case tc.bad && err == nil:
+				t.Errorf("decoded as %+v", got)
+			case !tc.bad && err != nil:
+				t.Error(err)
+			case !tc.bad && got != tc.want:
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/tools"
 )
 
@@ -74,6 +75,23 @@ func (o *QuestionOption) UnmarshalJSON(b []byte) error {
 	}
 	*o = QuestionOption{Label: *v.Label, Tradeoff: v.Tradeoff}
 	return nil
+}
+
+// MarshalValue writes o as {"label", "tradeoff"} where the run journals
+// it (the coordination log, a store spawn journal), as MarshalJSON does
+// for a tool's reply: one shape wherever a question is written.
+func (o QuestionOption) MarshalValue() (canonjson.Value, error) {
+	return canonjson.ObjectValue([]canonjson.Member{
+		{Name: "label", Value: canonjson.StringValue(o.Label)},
+		{Name: "tradeoff", Value: canonjson.StringValue(o.Tradeoff)},
+	}), nil
+}
+
+// UnmarshalValue reads what UnmarshalJSON reads — a plain label, or
+// {"label", "tradeoff"?} — and a journal this package wrote before
+// options had their own journaled shape ({"Label", "Tradeoff"}).
+func (o *QuestionOption) UnmarshalValue(v canonjson.Value) error {
+	return o.UnmarshalJSON(canonjson.Marshal(v))
 }
 
 // questionOptionSchema is a QuestionOption's schema in a tool's input:
