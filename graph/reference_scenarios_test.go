@@ -510,3 +510,18 @@ func TestFailedWorkerRespawnPastTheCapIsACapError(t *testing.T) {
 		t.Errorf("refused row %+v, exhausted %v, result %s; want the cap reason, the coder edge, no winner", capErr.Ledger[1], capErr.ExhaustedEdges, capErr.Result.Status)
 	}
 }
+
+// §3.6 repromptOnUnmet re-enters an external driver; a graph's root runs
+// in process, so Supervise.Reprompt is refused before spend with a
+// *ConfigError naming it rather than promised and never done.
+func TestGraphRefusesReprompt(t *testing.T) {
+	workers := &inboxWorkers{}
+	o := options(t, workers, router())
+	o.Supervise.Reprompt = supervise.Reprompt{Max: 2}
+	if diff := cmp.Diff(refused{"config", "Supervise.Reprompt"}, refusalOf(graph.Validate(starGraph(t), o))); diff != "" {
+		t.Errorf("Validate (-want +got):\n%s", diff)
+	}
+	if _, err := graph.RunGraph(context.Background(), starGraph(t), o); workers.runs.Load() != 0 || err == nil {
+		t.Errorf("RunGraph: %v (%d runs), want refused before any", err, workers.runs.Load())
+	}
+}

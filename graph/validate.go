@@ -361,6 +361,8 @@ var superviseOptionClass = map[string]string{
 	"AnalystModel": classForwarded, "AuthoredProfiles": classOwned, "ReturnEnded": classForwarded,
 	"RecoverTimeout": classForwarded, "ManagerBrain": classForwarded, "Held": classForwarded,
 	"MaxRestarts": classForwarded, "RestartsWithin": classForwarded, "Root": classForwarded,
+	"DriverRetry": classForwarded, "Reprompt": classOwned, "OnDriverAttempt": classForwarded,
+	"ChildSettleGrace": classForwarded,
 }
 
 // checkOptions refuses a supervise option the graph owns: a caller value
@@ -385,6 +387,8 @@ func checkOptions(o Options) error {
 		return owned("AfterSettle", "the graph runs its analyzes edges' lenses from it")
 	case s.OnResume != nil:
 		return owned("OnResume", "the graph restores its edge ledger from it")
+	case s.Reprompt.Max != 0 || s.Reprompt.UntilComplete || s.Reprompt.MaxBarren != 0 || s.Reprompt.OnUnmet != nil:
+		return owned("Reprompt", "a graph's root runs in process (its router brain, or Options.Brain), with no external driver to re-prompt")
 	case s.Resume && s.RunDir == "" && s.WorkspaceRoot != "" && s.RunID == "":
 		return &ConfigError{Field: "Supervise.RunID", Reason: "resuming in a WorkspaceRoot needs the RunID that names the run's directory"}
 	case o.Brain != nil && s.Router != nil:

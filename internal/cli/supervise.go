@@ -44,7 +44,7 @@ func newSuperviseCmd(stdio IO, open providerOpener) *cobra.Command {
 	var budgetUSD, workerUSD float64
 	var maxLive, maxTurns, driverAttempts int
 	var reprompt string
-	var timeout time.Duration
+	var timeout, childGrace time.Duration
 	var analystFlags analystModelFlags
 	var workerFlags workerProviderFlags
 	var seatsPath string
@@ -160,6 +160,8 @@ none or its journal lost part of it, 2 on usage errors.`,
 				return usage("--manager-script applies to --provider scripted only")
 			case driverAttempts < 0:
 				return usage("--driver-attempts cannot be negative")
+			case childGrace < 0:
+				return usage("--child-settle-grace cannot be negative")
 			case (cmd.Flags().Changed("driver-attempts") || reprompt != "") && !isHarnessProvider(providerName):
 				return usage("--driver-attempts and --reprompt drive an external-harness manager again (--provider claude-code, codex or opencode); a %s manager runs its loop in process", providerName)
 			}
@@ -295,9 +297,10 @@ none or its journal lost part of it, 2 on usage errors.`,
 				AnalystModel: analystModel,
 				// The run's record, beside its workers' runs: agentrt
 				// runs show RUN-ID.
-				Store:       s,
-				DriverRetry: supervise.DriverRetry{MaxAttempts: driverAttempts},
-				Reprompt:    repromptOpt,
+				Store:            s,
+				DriverRetry:      supervise.DriverRetry{MaxAttempts: driverAttempts},
+				ChildSettleGrace: childGrace,
+				Reprompt:         repromptOpt,
 				OnDriverAttempt: func(a supervise.DriverAttempt) {
 					progressDriverAttempt(stdio.Err, a)
 				},
@@ -390,6 +393,7 @@ none or its journal lost part of it, 2 on usage errors.`,
 	f.Float64Var(&workerUSD, "worker-usd", 0, "dollars each worker reserves (default: none)")
 	f.IntVar(&maxLive, "max-live", 0, "most workers live at once (default: no cap)")
 	f.IntVar(&maxTurns, "max-turns", 0, "most tool turns of the manager's model (default: the kernel's backstop)")
+	f.DurationVar(&childGrace, "child-settle-grace", 0, "when the manager fails, how long its live workers may go on before they are cancelled (a worker that delivers within it can still win; default: cancelled at once)")
 	f.IntVar(&driverAttempts, "driver-attempts", 0, "with a claude-code, codex or opencode manager: most failed manager turns the run drives again before it ends driver-failed (default 8; 1 retries none)")
 	f.StringVar(&reprompt, "reprompt", "", "with a claude-code, codex or opencode manager: how many times a manager turn that ended with nothing delivered is driven again with what is still owed (N, or until-complete, which needs --timeout; default: never)")
 	f.DurationVar(&timeout, "timeout", 0, "the run's deadline, from its start: past it no worker is admitted, live ones are cancelled and the run ends budget-exhausted; journaled, so --resume keeps it (and refuses --timeout)")

@@ -109,6 +109,7 @@ func TestSuperviseDriverLoopFlagsAreUsageErrors(t *testing.T) {
 		{[]string{"--provider", "opencode", "--reprompt", "until-complete"}, "needs --timeout"},
 		{[]string{"--provider", "opencode", "--reprompt", "lots"}, "give a count"},
 		{[]string{"--provider", "opencode", "--driver-attempts", "-1"}, "cannot be negative"},
+		{[]string{"--child-settle-grace", "-1s"}, "--child-settle-grace cannot be negative"},
 	}
 	for _, tc := range cases {
 		args := append([]string{"supervise", supManager, "--task", "x", "--worker", noteWriter, "--db", filepath.Join(dir, "s.db")}, tc.args...)
