@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/internal/ctxsleep"
 	"github.com/agentrt/agentrt/store"
 )
 
@@ -544,7 +545,7 @@ func (l *life) retryEnding(err error, try func(ctx context.Context) error) error
 	until := time.Unix(0, l.leaseUntil.Load())
 	for n := 0; err != nil && !errors.Is(err, store.ErrFenced) && !errors.Is(err, store.ErrInvalid) && l.caller.Err() == nil; n++ {
 		pause := min(endRetryFirst<<min(n, 4), endRetryMost)
-		if l.leaseLost() != nil || time.Until(until) <= pause || !sleepCtx(l.caller, pause) {
+		if l.leaseLost() != nil || time.Until(until) <= pause || !ctxsleep.Sleep(l.caller, pause) {
 			break
 		}
 		ctx, cancel := context.WithDeadline(context.WithoutCancel(l.io), until)
@@ -554,18 +555,6 @@ func (l *life) retryEnding(err error, try func(ctx context.Context) error) error
 		cancel()
 	}
 	return err
-}
-
-// sleepCtx waits d, or until ctx ends; it reports whether d passed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // The pause before a write of the run's end is tried again:

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/internal/ctxsleep"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/ledger"
 )
@@ -583,21 +584,6 @@ func (c *Coordinator) budgetStop() AttemptStop {
 	return ""
 }
 
-// sleepCtx waits d or until ctx ends; it reports whether d passed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
 // doubled is first doubled n-1 times, at most ceiling.
 func doubled(first, ceiling time.Duration, n int) time.Duration {
 	d := first
@@ -744,7 +730,7 @@ func (c *Coordinator) DriveAttempts(ctx context.Context, drive func(ctx context.
 			}
 			// The wait is where a stop, a cancellation or the deadline
 			// most often lands: asked again before the driver is.
-			if !sleepCtx(ctx, wait) {
+			if !ctxsleep.Sleep(ctx, wait) {
 				return fail(err, StopAborted)
 			}
 			if stop := c.budgetStop(); stop != "" {

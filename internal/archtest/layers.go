@@ -14,6 +14,8 @@ var layers = map[string]int{
 	// boundediter imports only the standard library.
 	"internal/boundediter": 0,
 	"internal/termsafe":    0,
+	// ctxsleep imports only the standard library.
+	"internal/ctxsleep": 0,
 
 	"harness":    1,
 	"profile":    1,

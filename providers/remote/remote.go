@@ -23,6 +23,7 @@ import (
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/contract/wire"
+	"github.com/agentrt/agentrt/internal/ctxsleep"
 )
 
 // Defaults of Options.
@@ -463,15 +464,12 @@ func answerError(status int, body []byte) error {
 	return e
 }
 
+// sleep waits d, or returns ctx's error once it ends.
 func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
+	if !ctxsleep.Sleep(ctx, d) {
 		return ctx.Err()
 	}
+	return nil
 }
 
 // environment is one environment on the server.
