@@ -3,14 +3,15 @@ package supervise_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentrt/agentrt/supervise"
 )
 
-// §3.6 childSettleGraceMs: a manager that fails on its own leaves its
-// live workers running for the grace. One that delivers within it wins
+// §3.6 childSettleGraceMs: a manager that fails (or returns) on its own
+// leaves its live workers running for the grace. One that delivers within it wins
 // the run (a lifecycle outcome outranks driver-failed); without a grace
 // it is cancelled at once and the run ends driver-failed; a worker that
 // outlasts the grace is cancelled when it ends, and the run's deadline
@@ -27,6 +28,7 @@ func TestChildSettleGraceAfterTheManagerFailed(t *testing.T) {
 		within  time.Duration
 	}{
 		{"delivered within the grace wins", 30 * time.Second, 100 * time.Millisecond, 0, supervise.StatusWinner, "", supervise.StateDone, 20 * time.Second},
+		{"a manager that returned without failing waits too", 30 * time.Second, 100 * time.Millisecond, 0, supervise.StatusWinner, "", supervise.StateDone, 20 * time.Second},
 		{"no grace cancels at once", 0, 100 * time.Millisecond, 0, supervise.StatusNoWinner, supervise.ReasonDriverFailed, supervise.StateCancelled, 20 * time.Second},
 		{"a worker that outlasts the grace is cancelled", 200 * time.Millisecond, 0, 0, supervise.StatusNoWinner, supervise.ReasonDriverFailed, supervise.StateCancelled, 20 * time.Second},
 		{"the deadline bounds the grace", time.Hour, 0, 2 * time.Second, supervise.StatusNoWinner, "", supervise.StateCancelled, 30 * time.Second},
@@ -46,6 +48,9 @@ func TestChildSettleGraceAfterTheManagerFailed(t *testing.T) {
 				if tc.release > 0 {
 					time.AfterFunc(tc.release, func() { close(gate.release) })
 				}
+				if strings.Contains(tc.name, "without failing") {
+					return supervise.BrainReport{Text: "I am done"}, nil
+				}
 				return supervise.BrainReport{}, errors.New("the manager's process died")
 			})
 			start := time.Now()
@@ -61,6 +66,42 @@ func TestChildSettleGraceAfterTheManagerFailed(t *testing.T) {
 			}
 			if len(res.Tree) != 1 || res.Tree[0].State != tc.state {
 				t.Errorf("tree %+v, want the worker %s", res.Tree, tc.state)
+			}
+		})
+	}
+}
+
+// A manager that ends the run with stop, or whose result already passed,
+// does not hold it open for the grace: its live workers are cancelled at
+// once.
+func TestChildSettleGraceNotAfterStopOrSubmit(t *testing.T) {
+	for _, verb := range []string{supervise.VerbStop, supervise.VerbSubmitResult} {
+		t.Run(verb, func(t *testing.T) {
+			gate := &gateExecutor{release: make(chan struct{})}
+			o := baseOptions(t, gate, nil)
+			o.ChildSettleGrace = time.Hour
+			o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+				tool(t, ctx, c, supervise.VerbSpawnWorker, spawnArgs("write alpha"))
+				if verb == supervise.VerbStop {
+					tool(t, ctx, c, verb, map[string]any{"reason": "enough"})
+					<-ctx.Done()
+					return supervise.BrainReport{}, context.Cause(ctx)
+				}
+				if r := tool(t, ctx, c, verb, map[string]any{"result": "alpha: DONE"}); r["accepted"] != true {
+					t.Errorf("submit_result: %v", r)
+				}
+				return supervise.BrainReport{}, nil
+			})
+			start := time.Now()
+			res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker, verb), "t", o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := time.Since(start); d > 30*time.Second {
+				t.Errorf("the run took %s: it waited out the grace", d)
+			}
+			if len(res.Tree) != 1 || res.Tree[0].State != supervise.StateCancelled {
+				t.Errorf("tree %+v, want the worker cancelled", res.Tree)
 			}
 		})
 	}

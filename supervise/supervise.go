@@ -198,12 +198,13 @@ type Options struct {
 	// TeardownUnconfirmed.
 	SettleGrace time.Duration
 	// ChildSettleGrace is how long live workers may go on running once
-	// the manager's brain failed (it returned an error of its own, not a
+	// the manager's brain returned or failed on its own (not through
 	// stop, a cancellation or the deadline) before they are cancelled
 	// (§3.6 childSettleGraceMs): a manager that died did not make its
 	// workers unhealthy, and a worker mid-task holds work already paid
-	// for. A worker that delivers within it can still win the run. It is
-	// bounded by the run's deadline, and a run cancellation or the
+	// for. A worker that delivers within it can still win the run; a
+	// run whose result the manager already submitted does not wait. It
+	// is bounded by the run's deadline, and a run cancellation or the
 	// caller's context ends it. 0 cancels them at once.
 	ChildSettleGrace time.Duration
 	// Now replaces time.Now; Logger receives what the run cannot return.
@@ -834,8 +835,9 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	// cancels the live ones: a real down child outranks the driver's
 	// rejection (§3.6 "lifecycle causes outrank driver-failed").
 	downWhileDriving := c.downCount()
-	if driveErr != nil && brainCtx.Err() == nil && o.ChildSettleGrace > 0 {
-		// The manager failed on its own: its live workers finish what
+	if brainCtx.Err() == nil && o.ChildSettleGrace > 0 && !c.hasSubmitted() {
+		// The manager returned or failed on its own (not a stop, a
+		// cancellation or the deadline): its live workers finish what
 		// they hold, within the grace and the run's deadline.
 		c.childSettleGrace(ctx, o.ChildSettleGrace, deadline)
 	}
@@ -939,7 +941,15 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	return res, errors.Join(errs...)
 }
 
-// childSettleGrace waits, after the manager failed, until the run's
+// hasSubmitted reports whether the run's manager submitted a result
+// that passed the check.
+func (c *Coordinator) hasSubmitted() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.submitted != nil
+}
+
+// childSettleGrace waits, after the manager returned, until the run's
 // live workers settled, grace passed, the run's deadline passed or ctx
 // ended (a run cancellation cancels the workers, which ends it too).
 func (c *Coordinator) childSettleGrace(ctx context.Context, grace time.Duration, deadline time.Time) {
@@ -952,7 +962,7 @@ func (c *Coordinator) childSettleGrace(ctx context.Context, grace time.Duration,
 	if live, _ := c.scope.Live(); live == 0 {
 		return
 	}
-	c.logger.Info("supervise: the manager failed; its live workers get a grace to settle", "grace", grace)
+	c.logger.Info("supervise: the manager returned; its live workers get a grace to settle", "grace", grace)
 	settled := make(chan struct{})
 	go func() { c.wg.Wait(); close(settled) }()
 	t := time.NewTimer(grace)

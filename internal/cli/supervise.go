@@ -393,7 +393,7 @@ none or its journal lost part of it, 2 on usage errors.`,
 	f.Float64Var(&workerUSD, "worker-usd", 0, "dollars each worker reserves (default: none)")
 	f.IntVar(&maxLive, "max-live", 0, "most workers live at once (default: no cap)")
 	f.IntVar(&maxTurns, "max-turns", 0, "most tool turns of the manager's model (default: the kernel's backstop)")
-	f.DurationVar(&childGrace, "child-settle-grace", 0, "when the manager fails, how long its live workers may go on before they are cancelled (a worker that delivers within it can still win; default: cancelled at once)")
+	f.DurationVar(&childGrace, "child-settle-grace", 0, "when the manager returns or fails on its own (not by stop, a cancel or the deadline), how long its live workers may go on before they are cancelled (a worker that delivers within it can still win; default: cancelled at once)")
 	f.IntVar(&driverAttempts, "driver-attempts", 0, "with a claude-code, codex or opencode manager: most failed manager turns the run drives again before it ends driver-failed (default 8; 1 retries none)")
 	f.StringVar(&reprompt, "reprompt", "", "with a claude-code, codex or opencode manager: how many times a manager turn that ended with nothing delivered is driven again with what is still owed (N, or until-complete, which needs --timeout; default: never)")
 	f.DurationVar(&timeout, "timeout", 0, "the run's deadline, from its start: past it no worker is admitted, live ones are cancelled and the run ends budget-exhausted; journaled, so --resume keeps it (and refuses --timeout)")
