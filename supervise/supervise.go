@@ -275,7 +275,10 @@ type Options struct {
 	// process). Both apply to brains that drive through
 	// Coordinator.DriveAttempts (coordmcp.HarnessBrain). OnDriverAttempt,
 	// when set, is told of each attempt as it ends (also journaled,
-	// KindDriverAttempt); it must not block.
+	// KindDriverAttempt); it should return quickly: the loop waits for
+	// it until the run's deadline, a cancellation or a stop, then at
+	// most ObserverGrace more, and a panic in it is logged, never the
+	// run's failure.
 	DriverRetry     DriverRetry
 	Reprompt        Reprompt
 	OnDriverAttempt func(DriverAttempt)
