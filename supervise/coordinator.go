@@ -307,18 +307,18 @@ type SpawnBudget struct {
 
 // SpawnResult is an admitted spawn (spawn_worker's reply).
 type SpawnResult struct {
-	WorkerID    NodeID  `json:"workerId"`
-	Assignment  string  `json:"assignment"`
+	WorkerID   NodeID `json:"workerId"`
+	Assignment string `json:"assignment"`
 	// AssignmentID is Assignment under the reference's name, and
 	// Continuity the spawn's continuity (fresh or resume): a TypeScript
 	// peer reads spawn_worker's reply as {workerId, assignmentId,
 	// continuity, live, freeSlots}.
-	AssignmentID string `json:"assignmentId"`
-	Continuity   string `json:"continuity"`
-	Resumed     Resumed `json:"resumed,omitzero"`
-	PriorWorker NodeID  `json:"priorWorkerId,omitzero"`
-	PriorReason string  `json:"priorReason,omitzero"`
-	Replayed    bool    `json:"replayed,omitzero"`
+	AssignmentID string  `json:"assignmentId"`
+	Continuity   string  `json:"continuity"`
+	Resumed      Resumed `json:"resumed,omitzero"`
+	PriorWorker  NodeID  `json:"priorWorkerId,omitzero"`
+	PriorReason  string  `json:"priorReason,omitzero"`
+	Replayed     bool    `json:"replayed,omitzero"`
 	// InDoubt: the replayed worker is in doubt (a resumed manager's
 	// call, run again, got back the child its earlier process spawned,
 	// which started without a terminal receipt): its outcome is unknown,
