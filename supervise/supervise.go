@@ -452,7 +452,9 @@ type SupervisedResult struct {
 	// Continuation is what the run's driver loop did (DriveAttempts):
 	// its attempts, re-prompts, retries and pauses; nil when the brain
 	// did not drive through it, and on a run resumed to its journaled
-	// end.
+	// end. A resumed run's loop starts fresh: it counts this process's
+	// attempts; an earlier process's are in the journal
+	// (KindDriverAttempt).
 	Continuation *DriverContinuation
 }
 
