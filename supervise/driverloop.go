@@ -481,7 +481,8 @@ type driverLoop struct {
 	retry     DriverRetry
 	reprompt  Reprompt
 	onAttempt func(DriverAttempt)
-	// attempts is what the loop recorded (mu of the core).
+	// attempts is what the root manager's loop recorded (mu of the
+	// core).
 	attempts []DriverAttempt
 }
 
@@ -652,9 +653,13 @@ func (c *Coordinator) DriveAttempts(ctx context.Context, drive func(ctx context.
 			a.Reentry = reentry.Reason
 		}
 		attempts = append(attempts, a)
-		c.mu.Lock()
-		l.attempts = append(l.attempts, a)
-		c.mu.Unlock()
+		if c.IsRoot() {
+			// The run's Continuation is its root manager's loop; a
+			// nested manager's attempts are journaled on its node.
+			c.mu.Lock()
+			l.attempts = append(l.attempts, a)
+			c.mu.Unlock()
+		}
 		if v, err := canonjson.ToValue(a); err == nil {
 			if err := c.log.appendOrLose(context.WithoutCancel(ctx), Record{Kind: KindDriverAttempt, Node: c.self, Data: v}); err != nil {
 				c.logger.Error("supervise: journaling the driver's attempt", "attempt", a.Attempt, "err", err)
@@ -864,8 +869,10 @@ func orDefaultDur(v, def time.Duration) time.Duration {
 	return v
 }
 
-// Continuation returns what the run's driver loop did so far
-// (DriveAttempts), nil when no brain drove through it.
+// Continuation returns what the run's root manager's driver loop did so
+// far (DriveAttempts), nil when its brain did not drive through it. A
+// nested manager's attempts are not counted here: they are journaled on
+// its node and passed to Options.OnDriverAttempt.
 func (c *Coordinator) Continuation() *DriverContinuation {
 	if c.driverLoop == nil {
 		return nil

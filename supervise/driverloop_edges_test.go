@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/supervise"
 )
 
@@ -216,4 +217,54 @@ func TestDriverRetryDeadlineEndsThePause(t *testing.T) {
 			t.Errorf("reason %s (error %+v), want budget-exhausted", res.Reason, res.Error)
 		}
 	})
+}
+
+// §3.6 driverRetry: SupervisedResult.Continuation is the ROOT manager's
+// driver loop. A nested manager's brain that drives through
+// DriveAttempts (a caller's ManagerBrain) has its attempts journaled on
+// its own node and passed to OnDriverAttempt, never counted in the
+// root's continuation: here the root drove without the loop, so its
+// continuation is nil.
+func TestNestedDriverAttemptsAreNotTheRootsContinuation(t *testing.T) {
+	o := nestedOptions(t, newCounting(t, workerProvider(t)), nil, nil)
+	o.RunDir = t.TempDir()
+	o.DriverRetry = supervise.DriverRetry{InitialBackoff: time.Millisecond}
+	var mu sync.Mutex
+	var seen []supervise.DriverAttempt
+	o.OnDriverAttempt = func(a supervise.DriverAttempt) { mu.Lock(); seen = append(seen, a); mu.Unlock() }
+	o.ManagerBrain = func(*profile.Profile) supervise.Brain {
+		return goLead(func(ctx context.Context, c *supervise.Coordinator, task string) (supervise.BrainReport, error) {
+			return c.DriveAttempts(ctx, func(ctx context.Context, attempt int, _ *supervise.DriverReentry) (supervise.BrainReport, error) {
+				if attempt == 1 {
+					return supervise.BrainReport{}, errors.New("lead exit unknown")
+				}
+				return supervise.BrainReport{Text: "lead done"}, nil
+			})
+		})
+	}
+	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "lead", Task: "lead", Label: "lead"}); err != nil {
+			return supervise.BrainReport{}, err
+		}
+		_, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60_000, Kinds: []string{supervise.EventSettled}})
+		return supervise.BrainReport{}, err
+	})
+	res := superviseWithin(t, context.Background(), time.Minute, "t", o)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 2 {
+		t.Errorf("OnDriverAttempt saw %d attempts, want the lead's 2", len(seen))
+	}
+	if res.Continuation != nil {
+		t.Errorf("the root's continuation %+v, want nil: the root did not drive through DriveAttempts", res.Continuation)
+	}
+	rows, _, err := supervise.ReadRunDir(context.Background(), o.RunDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		if r.Kind == supervise.KindDriverAttempt && r.Node != "run1:s1" {
+			t.Errorf("a driver-attempt record on %s, want the lead's node run1:s1", r.Node)
+		}
+	}
 }
