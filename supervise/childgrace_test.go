@@ -3,6 +3,7 @@ package supervise_test
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -104,5 +105,35 @@ func TestChildSettleGraceNotAfterStopOrSubmit(t *testing.T) {
 				t.Errorf("tree %+v, want the worker cancelled", res.Tree)
 			}
 		})
+	}
+}
+
+// §3.6 childSettleGraceMs, §13 run cancellation: a cancellation another
+// process publishes (CancelRun) while a failed manager's workers run
+// out their grace ends the grace at once: the worker is cancelled and
+// the run ends cancelled, not after the hour's grace.
+func TestChildSettleGraceEndsOnRunCancel(t *testing.T) {
+	gate := &gateExecutor{release: make(chan struct{})}
+	o := baseOptions(t, gate, nil)
+	o.RunDir = filepath.Join(t.TempDir(), "run")
+	o.ChildSettleGrace = time.Hour
+	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		if r := tool(t, ctx, c, supervise.VerbSpawnWorker, spawnArgs("write alpha")); r["error"] != nil {
+			t.Errorf("spawn refused: %v", r)
+		}
+		time.AfterFunc(200*time.Millisecond, func() {
+			if _, err := supervise.CancelRun(context.Background(), o.RunDir, "op-grace", supervise.RunCancelOptions{Reason: "operator"}); err != nil {
+				t.Errorf("CancelRun: %v", err)
+			}
+		})
+		return supervise.BrainReport{}, errors.New("the manager's process died")
+	})
+	start := time.Now()
+	res := superviseWithin(t, context.Background(), time.Minute, "t", o)
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("the run took %s: the cancellation did not end the grace", d)
+	}
+	if res.Reason != supervise.ReasonCancelled || len(res.Tree) != 1 || res.Tree[0].State != supervise.StateCancelled {
+		t.Errorf("reason %s (error %+v), tree %+v; want cancelled with the worker cancelled", res.Reason, res.Error, res.Tree)
 	}
 }

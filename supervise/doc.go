@@ -509,11 +509,18 @@
 // under the run's deadline) with DefaultUnmetSteer or Reprompt.OnUnmet's
 // instruction, until MaxBarren re-prompted attempts in a row delivered
 // nothing; the budget, the deadline, a cancellation and the manager's
-// stop bound every re-entry, asked again after each wait. Each attempt
-// is journaled (KindDriverAttempt; replay passes it over) and given to
-// Options.OnDriverAttempt; SupervisedResult.Continuation counts them. A
-// loop that failed after more than one attempt ends driver-failed with a
-// *DriverAttemptsError naming the first and last failures.
+// stop bound every re-entry, asked again after each wait and right
+// before a re-prompted driver is entered; a stop that lands in a
+// backoff ends the run as a stop, and the deadline that ends an attempt
+// or a wait is what the loop says stopped it. Each attempt is journaled
+// (KindDriverAttempt; replay passes it over) and given to
+// Options.OnDriverAttempt, whose panic is logged, never the run's
+// failure; it and Reprompt.OnUnmet are waited for no longer than the
+// run's deadline, a cancellation or a stop (OnDriverAttempt then
+// ObserverGrace more). SupervisedResult.Continuation counts the
+// attempts. A loop that failed after more than one attempt ends
+// driver-failed with a *DriverAttemptsError naming the first and last
+// failures.
 //
 // Nested managers. A worker whose profile declares coordination verbs
 // (IsManagerProfile) is a manager itself: instead of the Executor, its

@@ -89,7 +89,10 @@ type Reprompt struct {
 	MaxBarren int
 	// OnUnmet composes the instruction the driver is entered again with,
 	// or ends the run (UnmetDecision.Stop). Nil: DefaultUnmetSteer. An
-	// error ends the run as the driver's failure would.
+	// error (or a panic) ends the run as the driver's failure would. It
+	// is waited for until the run's deadline, a cancellation or a stop
+	// ends its ctx; then the re-prompt is refused by that bound and the
+	// hook no longer waited for.
 	OnUnmet func(ctx context.Context, u UnmetContract) (UnmetDecision, error)
 }
 
@@ -479,7 +482,8 @@ type driverLoop struct {
 	retry     DriverRetry
 	reprompt  Reprompt
 	onAttempt func(DriverAttempt)
-	// attempts is what the loop recorded (mu of the core).
+	// attempts is what the root manager's loop recorded (mu of the
+	// core).
 	attempts []DriverAttempt
 }
 
@@ -635,16 +639,20 @@ func (c *Coordinator) DriveAttempts(ctx context.Context, drive func(ctx context.
 			a.Reentry = reentry.Reason
 		}
 		attempts = append(attempts, a)
-		c.mu.Lock()
-		l.attempts = append(l.attempts, a)
-		c.mu.Unlock()
+		if c.IsRoot() {
+			// The run's Continuation is its root manager's loop; a
+			// nested manager's attempts are journaled on its node.
+			c.mu.Lock()
+			l.attempts = append(l.attempts, a)
+			c.mu.Unlock()
+		}
 		if v, err := canonjson.ToValue(a); err == nil {
 			if err := c.log.appendOrLose(context.WithoutCancel(ctx), Record{Kind: KindDriverAttempt, Node: c.self, Data: v}); err != nil {
 				c.logger.Error("supervise: journaling the driver's attempt", "attempt", a.Attempt, "err", err)
 			}
 		}
 		if l.onAttempt != nil {
-			l.onAttempt(a)
+			c.observeAttempt(ctx, l.onAttempt, a)
 		}
 	}
 	fail := func(err error, stop AttemptStop) (BrainReport, error) {
@@ -681,7 +689,7 @@ func (c *Coordinator) DriveAttempts(ctx context.Context, drive func(ctx context.
 			var stop AttemptStop
 			switch {
 			case class == FailureTerminal && ctx.Err() != nil:
-				stop = StopAborted
+				stop = c.ctxStop(ctx)
 			case class == FailureTerminal:
 				stop = StopTerminalError
 			case pol.Disabled:
@@ -701,7 +709,7 @@ func (c *Coordinator) DriveAttempts(ctx context.Context, drive func(ctx context.
 			if stop != "" {
 				a.Stop = stop
 				emit(a)
-				return fail(err, stop)
+				return fail(stoppedOr(ctx, err), stop)
 			}
 			var wait time.Duration
 			if class == FailureUnavailable {
@@ -731,7 +739,7 @@ func (c *Coordinator) DriveAttempts(ctx context.Context, drive func(ctx context.
 			// The wait is where a stop, a cancellation or the deadline
 			// most often lands: asked again before the driver is.
 			if !ctxsleep.Sleep(ctx, wait) {
-				return fail(err, StopAborted)
+				return fail(stoppedOr(ctx, err), c.ctxStop(ctx))
 			}
 			if stop := c.budgetStop(); stop != "" {
 				return fail(err, stop)
@@ -770,6 +778,13 @@ func (c *Coordinator) DriveAttempts(ctx context.Context, drive func(ctx context.
 		reprompts++
 		a.Reprompted, a.RetryInMS = true, ms(0)
 		emit(a)
+		// Admission is asked again right before the driver is entered:
+		// the journal and the observer took their time, and a
+		// completed attempt stays completed (the reference's
+		// admissionStop).
+		if ctx.Err() != nil || c.budgetStop() != "" {
+			return report, nil
+		}
 		reentry = &DriverReentry{Reason: ReentryUnmetContract, Steer: steer, Reprompt: reprompts}
 	}
 }
@@ -781,7 +796,7 @@ func (c *Coordinator) DriveAttempts(ctx context.Context, drive func(ctx context.
 func (c *Coordinator) decideReprompt(ctx context.Context, l *driverLoop, u UnmetContract, maxBarren int) (string, RepromptRefusal, error) {
 	bounds := func() RepromptRefusal {
 		if ctx.Err() != nil {
-			return RepromptRefusal(StopAborted)
+			return RepromptRefusal(c.ctxStop(ctx))
 		}
 		if stop := c.budgetStop(); stop != "" {
 			return RepromptRefusal(stop)
@@ -800,7 +815,13 @@ func (c *Coordinator) decideReprompt(ctx context.Context, l *driverLoop, u Unmet
 	d := UnmetDecision{Steer: DefaultUnmetSteer(u)}
 	if l.reprompt.OnUnmet != nil {
 		var err error
-		if d, err = l.reprompt.OnUnmet(ctx, u); err != nil {
+		var answered bool
+		if d, answered, err = onUnmet(ctx, l.reprompt.OnUnmet, u); !answered {
+			// The run's deadline, a cancellation or the manager's stop
+			// came first: the hook is no longer waited for.
+			return "", bounds(), nil
+		}
+		if err != nil {
 			return "", "", fmt.Errorf("supervise: Reprompt.OnUnmet: %w", err)
 		}
 	}
@@ -834,8 +855,10 @@ func orDefaultDur(v, def time.Duration) time.Duration {
 	return v
 }
 
-// Continuation returns what the run's driver loop did so far
-// (DriveAttempts), nil when no brain drove through it.
+// Continuation returns what the run's root manager's driver loop did so
+// far (DriveAttempts), nil when its brain did not drive through it. A
+// nested manager's attempts are not counted here: they are journaled on
+// its node and passed to Options.OnDriverAttempt.
 func (c *Coordinator) Continuation() *DriverContinuation {
 	if c.driverLoop == nil {
 		return nil
@@ -843,4 +866,87 @@ func (c *Coordinator) Continuation() *DriverContinuation {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return summarize(c.driverLoop.attempts)
+}
+
+// ctxStop is the stop a driver loop whose ctx ended reports: the
+// deadline when the run's deadline ended it (its brain's context, or a
+// nested manager's worker context, carries it as the cause), else
+// aborted (a stop, a cancellation, the caller).
+func (c *Coordinator) ctxStop(ctx context.Context) AttemptStop {
+	if errors.Is(context.Cause(ctx), ledger.ErrDeadline) || c.budgetStop() == StopDeadline {
+		return StopDeadline
+	}
+	return StopAborted
+}
+
+// stoppedOr is err, or the manager's stop when that is what ended ctx:
+// a stop that lands in a backoff, or cuts an attempt, ends the run as a
+// stop, not as the failure before it.
+func stoppedOr(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); ctx.Err() != nil && errors.Is(cause, ErrStopped) {
+		return cause
+	}
+	return err
+}
+
+// ObserverGrace bounds how long a driver loop whose context ended (the
+// deadline, a cancellation, a stop) still waits for its
+// Options.OnDriverAttempt to return.
+const ObserverGrace = 5 * time.Second
+
+// observeAttempt passes a to the run's OnDriverAttempt. The observer
+// does not decide the run: a panic in it is logged and the loop goes
+// on, and it is waited for until ctx ends (the deadline, a
+// cancellation, a stop) and then for at most ObserverGrace more, so a
+// quick observer still sees the last attempt before the run returns.
+func (c *Coordinator) observeAttempt(ctx context.Context, observe func(DriverAttempt), a DriverAttempt) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer func() {
+			if p := recover(); p != nil {
+				c.logger.Error("supervise: OnDriverAttempt panicked", "attempt", a.Attempt, "panic", fmt.Sprint(p))
+			}
+		}()
+		observe(a)
+	}()
+	select {
+	case <-done:
+		return
+	case <-ctx.Done():
+	}
+	t := time.NewTimer(ObserverGrace)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		c.logger.Warn("supervise: OnDriverAttempt had not returned when the run's driver ended; no longer waited for", "attempt", a.Attempt, "grace", ObserverGrace)
+	}
+}
+
+// onUnmet asks the run's Reprompt.OnUnmet, bounded by ctx: answered is
+// false when ctx ended first (the hook is then abandoned, as a check
+// that does not answer is). A panic in the hook is its error.
+func onUnmet(ctx context.Context, hook func(context.Context, UnmetContract) (UnmetDecision, error), u UnmetContract) (UnmetDecision, bool, error) {
+	type answer struct {
+		d   UnmetDecision
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		var a answer
+		defer func() {
+			if p := recover(); p != nil {
+				a = answer{err: fmt.Errorf("panicked: %v", p)}
+			}
+			done <- a
+		}()
+		a.d, a.err = hook(ctx, u)
+	}()
+	select {
+	case a := <-done:
+		return a.d, true, a.err
+	case <-ctx.Done():
+		return UnmetDecision{}, false, nil
+	}
 }

@@ -63,6 +63,10 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	if ran, err := driverKillFromEnv(); ran {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	if ran, err := nestedSteerWindowFromEnv(); ran {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

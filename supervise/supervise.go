@@ -276,7 +276,10 @@ type Options struct {
 	// process). Both apply to brains that drive through
 	// Coordinator.DriveAttempts (coordmcp.HarnessBrain). OnDriverAttempt,
 	// when set, is told of each attempt as it ends (also journaled,
-	// KindDriverAttempt); it must not block.
+	// KindDriverAttempt); it should return quickly: the loop waits for
+	// it until the run's deadline, a cancellation or a stop, then at
+	// most ObserverGrace more, and a panic in it is logged, never the
+	// run's failure.
 	DriverRetry     DriverRetry
 	Reprompt        Reprompt
 	OnDriverAttempt func(DriverAttempt)
@@ -450,7 +453,9 @@ type SupervisedResult struct {
 	// Continuation is what the run's driver loop did (DriveAttempts):
 	// its attempts, re-prompts, retries and pauses; nil when the brain
 	// did not drive through it, and on a run resumed to its journaled
-	// end.
+	// end. A resumed run's loop starts fresh: it counts this process's
+	// attempts; an earlier process's are in the journal
+	// (KindDriverAttempt).
 	Continuation *DriverContinuation
 }
 

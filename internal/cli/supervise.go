@@ -91,10 +91,13 @@ writes to RUN-DIR/coordination-endpoint.json (0600, removed at run end),
 and the harness gets one MCP server, "agentrt": agentrt mcp coordination
 RUN-DIR, a relay to them. The run ends when the harness's turn ends, when
 it calls stop, or 60s after its submit_result was accepted. A turn that
-fails is driven again in a new session told the run's state and why
-(up to --driver-attempts failures, 8 by default; a 4xx or a missing CLI
-ends the run at once; a provider out of capacity pauses without spending
-an attempt); with --reprompt N (or until-complete, under --timeout) a
+fails is driven again in a new session told the run's state and why,
+after a wait of 2s doubling per failure (up to --driver-attempts
+failures, 8 by default, and three failures in a row that change nothing
+end it; a 4xx or a missing CLI ends the run at once; a provider out of
+capacity — 429, 503, 529, a quota — pauses without spending an attempt
+under --timeout, 15s doubling up to 5m, and counts as a failure without
+one); with --reprompt N (or until-complete, under --timeout) a
 turn that ended with nothing delivered is driven again with what is
 still owed. Stderr says each; --json carries "continuation".
 
@@ -394,7 +397,7 @@ none or its journal lost part of it, 2 on usage errors.`,
 	f.IntVar(&maxLive, "max-live", 0, "most workers live at once (default: no cap)")
 	f.IntVar(&maxTurns, "max-turns", 0, "most tool turns of the manager's model (default: the kernel's backstop)")
 	f.DurationVar(&childGrace, "child-settle-grace", 0, "when the manager returns or fails on its own (not by stop, a cancel or the deadline), how long its live workers may go on before they are cancelled (a worker that delivers within it can still win; default: cancelled at once)")
-	f.IntVar(&driverAttempts, "driver-attempts", 0, "with a claude-code, codex or opencode manager: most failed manager turns the run drives again before it ends driver-failed (default 8; 1 retries none)")
+	f.IntVar(&driverAttempts, "driver-attempts", 0, "with a claude-code, codex or opencode manager: most failed manager turns before the run ends driver-failed (default 8; 1 retries none); three in a row that change nothing end it sooner")
 	f.StringVar(&reprompt, "reprompt", "", "with a claude-code, codex or opencode manager: how many times a manager turn that ended with nothing delivered is driven again with what is still owed (N, or until-complete, which needs --timeout; default: never)")
 	f.DurationVar(&timeout, "timeout", 0, "the run's deadline, from its start: past it no worker is admitted, live ones are cancelled and the run ends budget-exhausted; journaled, so --resume keeps it (and refuses --timeout)")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
