@@ -362,7 +362,7 @@ var superviseOptionClass = map[string]string{
 	"RecoverTimeout": classForwarded, "ManagerBrain": classForwarded, "Held": classForwarded,
 	"MaxRestarts": classForwarded, "RestartsWithin": classForwarded, "Root": classForwarded,
 	"DriverRetry": classForwarded, "Reprompt": classOwned, "OnDriverAttempt": classForwarded,
-	"ChildSettleGrace": classForwarded,
+	"ChildSettleGrace": classForwarded, "StopRule": classForwarded, "OnProgressStop": classForwarded,
 }
 
 // checkOptions refuses a supervise option the graph owns: a caller value

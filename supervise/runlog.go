@@ -124,6 +124,11 @@ const (
 	// resumed run that finds an abort or a run cancellation after it
 	// still ends budget-exhausted (the first end decides, §3.6).
 	KindDeadlinePassed = "deadline-passed"
+	// KindProgressStopped is the run's StopRule ending it (Reason the
+	// rule's, AtMS when): journaled before it is acted on, so a resumed
+	// run stays ended by it, its manager not driven again (the first end
+	// decides, §3.6).
+	KindProgressStopped = "progress-stopped"
 )
 
 // Record is one line of the spawn journal. Kind says which fields are
@@ -214,6 +219,10 @@ type Record struct {
 	Decision   *Decision `json:"decision,omitzero"`
 	// Breaker is a breaker-tripped record's trip (KindBreakerTripped).
 	Breaker *BreakerTrip `json:"breaker,omitzero"`
+	// AtMS is when a progress-stopped record's stop happened, and when a
+	// settled record's worker settled in a run with a StopRule (Unix
+	// milliseconds on the run's clock; absent when not recorded).
+	AtMS int64 `json:"atMs,omitzero"`
 }
 
 // BudgetRecord is a ledger.Budget as journaled; an absent channel is

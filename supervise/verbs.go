@@ -353,6 +353,25 @@ func (b *RouterBrain) DriveTools(ctx context.Context, c *Coordinator, task strin
 		// Awaiting again is waiting, not a loop: each await may return
 		// another event, so only repeated outcomes make it stuck.
 		Waiting: []string{ToolPrefix + VerbAwaitEvent}}
+	if c.parent == nil && c.progress.rule != nil {
+		// The run's no-progress bound is read before each model turn
+		// after the first, as the reference's router driver reads it
+		// (Options.StopRule): a rule that stops the run stops the loop
+		// before the turn's model call, its steers left untaken.
+		inner := opts.Interject
+		opts.Interject = func(ctx context.Context, answered bool) []string {
+			if !answered {
+				c.checkProgress(ctx)
+				if c.progressStopped() {
+					return nil
+				}
+			}
+			if inner == nil {
+				return nil
+			}
+			return inner(ctx, answered)
+		}
+	}
 	if c.parent != nil {
 		// A nested manager's turns are held to its node's reservation.
 		gate, reserve, err := c.turnGate()
