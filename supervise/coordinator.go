@@ -158,6 +158,12 @@ type core struct {
 	// progress is the run's no-progress bound (Options.StopRule; its
 	// rule nil when none), and how it ended the run.
 	progress *progressRule
+	// extraTools are the root manager's extra tools (Options.ExtraTools);
+	// extraStarted and extraDone the calls of them journaled started and
+	// ended, by tool and call id (mu).
+	extraTools   []contract.Tool
+	extraStarted map[string]bool
+	extraDone    map[string]extraOutcome
 
 	// ctl serves the run dir's steer and cancel files (nil without a
 	// run dir).
@@ -1842,6 +1848,8 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 				c.tripped = &trip
 				c.scope.Abort()
 			}
+		case KindExtraToolCalled, KindExtraToolDone:
+			c.replayExtraTool(r)
 		case KindDeadlinePassed:
 			c.deadlineFirst = true
 		case KindProgressStopped:

@@ -648,6 +648,23 @@
 // records of a run with a StopRule carry their time (Record.AtMS), so a
 // resume reads the same history (TestStopRuleEndSurvivesResume).
 //
+// Extra tools (§3.6 extraTools, executeExtraTool). Options.ExtraTools are
+// work tools the root manager's router brain is offered beside the
+// coordination verbs (the reference's router arm only; refused with any
+// other brain, and refused in a graph run), so that it can act itself as
+// well as delegate: each is a contract.Tool whose Run is the caller's
+// executeExtraTool, its result the call's tool result, its error a tool
+// failure the manager reads. A name that is a coordination verb's (bare
+// or with ToolPrefix) is refused at start (ErrInvalidOptions), as the
+// reference refuses a work tool that shadows a verb. Each call is
+// journaled before it runs (KindExtraToolCalled) and after
+// (KindExtraToolDone, its result or error), keyed by the tool and the
+// call's id, so a resumed manager whose transcript holds the call and
+// not its answer — its loop runs the call again — gets the journaled
+// outcome back, and a call whose outcome was never journaled is answered
+// in doubt, not run again: the caller's function acts at most once
+// (TestExtraToolCallActsOnceAcrossResume).
+//
 // Above it, package graph interprets one supervised run as a fixed
 // topology (runGraph) and keeps its edge ledger in this run's journal
 // through Coordinator.Note.

@@ -129,6 +129,13 @@ const (
 	// run stays ended by it, its manager not driven again (the first end
 	// decides, §3.6).
 	KindProgressStopped = "progress-stopped"
+	// KindExtraToolCalled and KindExtraToolDone are a call of one of
+	// the root manager's extra tools (Options.ExtraTools; Key the tool
+	// and the call's id, Label the tool) started, and its outcome (Data
+	// its result, or Reason its error): a resumed manager's re-run call
+	// gets the outcome back rather than acting again.
+	KindExtraToolCalled = "extra-tool-called"
+	KindExtraToolDone   = "extra-tool-done"
 )
 
 // Record is one line of the spawn journal. Kind says which fields are

@@ -302,6 +302,21 @@ type Options struct {
 	// StopRule ends the run (not again by a resume of it); it needs
 	// StopRule, and must not block.
 	OnProgressStop func(reason string)
+	// ExtraTools are work tools the root manager's router brain may call
+	// itself beside the coordination verbs (§3.6 extraTools,
+	// executeExtraTool: Name, Description and InputSchema are what the
+	// model is offered, Run executes a call — the caller's
+	// executeExtraTool — its result the tool result, its error a tool
+	// failure the manager reads). Router brain only (the reference's
+	// router arm): refused with another brain, and for a name that is a
+	// coordination verb's (bare or with ToolPrefix), repeated, or with no
+	// Run. The manager's profile must not declare them; they are added to
+	// what it is offered. Each call is journaled before it runs and its
+	// outcome after (KindExtraToolCalled, KindExtraToolDone), so a
+	// resumed manager's transcript replays it exactly once: a re-run
+	// call gets the journaled outcome, and one whose outcome was never
+	// journaled is answered in doubt, not run again.
+	ExtraTools []contract.Tool
 }
 
 // BreakerTrip is a tripped restart-intensity breaker (Options.MaxRestarts):
@@ -638,7 +653,8 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 		analystModel: o.AnalystModel, analystStops: map[NodeID]string{},
 		views: map[NodeID]*Coordinator{}, router: o.Router, maxTurns: o.MaxTurns, managerBrain: o.ManagerBrain, settleGrace: grace,
 		driverLoop: &driverLoop{retry: o.DriverRetry, reprompt: o.Reprompt, onAttempt: o.OnDriverAttempt},
-		progress:   &progressRule{rule: o.StopRule, notify: o.OnProgressStop}}}
+		progress:   &progressRule{rule: o.StopRule, notify: o.OnProgressStop},
+		extraTools: o.ExtraTools, extraStarted: map[string]bool{}, extraDone: map[string]extraOutcome{}}}
 	c.root = c
 	if o.RestartsWithin > 0 {
 		c.breaker = &restartBreaker{max: o.MaxRestarts, within: o.RestartsWithin}
@@ -1079,6 +1095,12 @@ func (o *Options) resolve(manager *profile.Profile) (Brain, Executor, error) {
 			}
 		default:
 			errs = append(errs, fmt.Errorf("%w: harness %s", ErrUnsupportedHarness, manager.Harness))
+		}
+	}
+	if len(o.ExtraTools) > 0 {
+		errs = append(errs, checkExtraTools(o.ExtraTools)...)
+		if _, router := brain.(*RouterBrain); !router {
+			bad("ExtraTools are offered to the router brain (a cli-base manager) only; this run's manager is driven by %T", brain)
 		}
 	}
 	if _, router := brain.(*RouterBrain); router && (o.Reprompt.Max > 0 || o.Reprompt.UntilComplete) {

@@ -347,7 +347,17 @@ func (b *RouterBrain) DriveTools(ctx context.Context, c *Coordinator, task strin
 	// journaled with what it said (meterTurn); a turn no checkpoint
 	// journaled gets its own metered record once the loop ended.
 	// Steers addressed to the run's root join between its turns.
-	opts := kernel.ToolLoopOptions{Model: b.model, Profile: b.profile, User: task, Tools: offered,
+	manager := b.profile
+	if c.parent == nil {
+		// The root manager's extra tools (Options.ExtraTools), journaled
+		// call by call.
+		m, extra, err := c.withExtraTools(manager)
+		if err != nil {
+			return BrainReport{}, err
+		}
+		manager, offered = m, append(offered, extra...)
+	}
+	opts := kernel.ToolLoopOptions{Model: b.model, Profile: manager, User: task, Tools: offered,
 		MaxToolTurns: b.maxTurns, Logger: c.logger, Now: c.now, Observer: c.turnMeter(journal), Interject: journal.interjector(),
 		Checkpoint: journal.checkpoint, Recorded: recorded,
 		// Awaiting again is waiting, not a loop: each await may return
