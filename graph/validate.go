@@ -362,7 +362,8 @@ var superviseOptionClass = map[string]string{
 	"RecoverTimeout": classForwarded, "ManagerBrain": classForwarded, "Held": classForwarded,
 	"MaxRestarts": classForwarded, "RestartsWithin": classForwarded, "Root": classForwarded,
 	"DriverRetry": classForwarded, "Reprompt": classOwned, "OnDriverAttempt": classForwarded,
-	"ChildSettleGrace": classForwarded,
+	"ChildSettleGrace": classForwarded, "StopRule": classForwarded, "OnProgressStop": classForwarded,
+	"ExtraTools": classOwned,
 }
 
 // checkOptions refuses a supervise option the graph owns: a caller value
@@ -387,6 +388,8 @@ func checkOptions(o Options) error {
 		return owned("AfterSettle", "the graph runs its analyzes edges' lenses from it")
 	case s.OnResume != nil:
 		return owned("OnResume", "the graph restores its edge ledger from it")
+	case len(s.ExtraTools) > 0:
+		return owned("ExtraTools", "a graph's root is offered the graph's verbs; extra work tools are not carried through it yet")
 	case s.Reprompt.Max != 0 || s.Reprompt.UntilComplete || s.Reprompt.MaxBarren != 0 || s.Reprompt.OnUnmet != nil:
 		return owned("Reprompt", "a graph's root runs in process (its router brain, or Options.Brain), with no external driver to re-prompt")
 	case s.Resume && s.RunDir == "" && s.WorkspaceRoot != "" && s.RunID == "":

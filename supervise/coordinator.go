@@ -155,6 +155,15 @@ type core struct {
 	// cancelJournaled: the journal an earlier process left holds a run
 	// cancellation request and no deadline end before it (mu).
 	cancelJournaled bool
+	// progress is the run's no-progress bound (Options.StopRule; its
+	// rule nil when none), and how it ended the run.
+	progress *progressRule
+	// extraTools are the root manager's extra tools (Options.ExtraTools);
+	// extraStarted and extraDone the calls of them journaled started and
+	// ended, by tool and call id (mu).
+	extraTools   []contract.Tool
+	extraStarted map[string]bool
+	extraDone    map[string]extraOutcome
 
 	// ctl serves the run dir's steer and cancel files (nil without a
 	// run dir).
@@ -864,6 +873,19 @@ func (c *Coordinator) settleAs(ctx context.Context, w *worker, res WorkResult, s
 		Verdict: w.verdict, Delivered: w.delivered, Reason: reason, CheckError: w.checkErr, Hook: c.afterSettle != nil, Infra: infra,
 		Recovered: w.recovered}
 	rec.Session, rec.SessionRef = session, checkedRef(res.SessionRef)
+	progressed := c.progress.rule != nil && c.isRootChild(w.id)
+	if progressed {
+		// A worker of the root manager: a reading of the run's progress
+		// (Options.StopRule), in the journal's order, its time kept so
+		// that a resume reads the same history.
+		at := c.now()
+		rec.AtMS = at.UnixMilli()
+		var score *float64
+		if w.verdict != nil {
+			score = w.verdict.Score
+		}
+		c.progress.noteSettled(sample(w.id, at, st.State, w.delivered, score))
+	}
 	// The settlement's place in the journal and its turn to be delivered
 	// are fixed together, under spawnMu, in the scope's order; its fsync
 	// is shared with the spawns and settlements queued meanwhile, and
@@ -880,6 +902,9 @@ func (c *Coordinator) settleAs(ctx context.Context, w *worker, res WorkResult, s
 		// Before the settlement that tripped it is delivered: the
 		// manager that sees it already finds the scope aborted.
 		c.tripBreaker(bg, trip)
+	} else if progressed {
+		// So is the no-progress bound's reading of it.
+		c.checkProgress(bg)
 	}
 	c.delivery.wait(turn)
 	defer c.delivery.done(turn)
@@ -1755,6 +1780,17 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 					w.delivered = false
 				}
 			}
+			if c.progress.rule != nil && c.isRootChild(r.Node) {
+				var at time.Time
+				if r.AtMS != 0 {
+					at = time.UnixMilli(r.AtMS)
+				}
+				var score *float64
+				if w.verdict != nil {
+					score = w.verdict.Score
+				}
+				c.progress.noteSettled(sample(r.Node, at, st.State, w.delivered, score))
+			}
 			c.publishReplayed(w, st.State)
 		case KindCancelRequested:
 			if r.Node != "" {
@@ -1812,8 +1848,17 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 				c.tripped = &trip
 				c.scope.Abort()
 			}
+		case KindExtraToolCalled, KindExtraToolDone:
+			c.replayExtraTool(r)
 		case KindDeadlinePassed:
 			c.deadlineFirst = true
+		case KindProgressStopped:
+			// The run's stop rule ended it: it stays so, its manager not
+			// driven again.
+			if c.progress.stopped == nil && c.tripped == nil && c.abortWhy == "" {
+				c.progress.stopped = &ProgressStop{Reason: r.Reason, AtMS: r.AtMS}
+				c.scope.Abort()
+			}
 		case KindAborted:
 			if c.tripped == nil && c.abortWhy == "" {
 				c.abortWhy = r.Reason

@@ -622,6 +622,56 @@
 // (TestTrippedRunResumesTrippedWithoutRunning, file and SQLite
 // journals).
 //
+// The no-progress bound (§3.6 stopRule, onProgressStop: a run settles
+// only on its deadline, a cancellation, an exhausted budget, an accepted
+// result, or the no-progress bound). Options.StopRule is a rule over the
+// root manager's progress (ProgressView: its workers' settlements in
+// journal order, the best delivered objective so far — a verdict's score,
+// 1 for an unscored delivery, nil for none — the settlements since it
+// last rose, the time since the last one, its running workers' stalls),
+// built from NoProgressFor, Plateau and AllWorkersStalled (AnyOf, AllOf),
+// whose thresholds are the caller's with no default, as the reference's
+// stop-rules are. As in the reference it is read at two points: after
+// each settlement of a root worker (every brain; the reference's harness
+// arm reads it there), and before each router-brain model turn after the
+// first (the reference's router driver's stopBefore); it is pure, and
+// never a timer. It only adds a stop: it is read only while the manager
+// drives and nothing else ended it (Stop, an abort, a cancellation, the
+// deadline, a trip). When it stops, the stop is journaled
+// (KindProgressStopped, its reason and time) before it acts,
+// OnProgressStop is told once, the scope is aborted, the manager stopped
+// and the live workers cancelled (ErrProgressStopped, which matches
+// ErrStopped: a stopped manager, not a failed one), and the run ends as
+// a stopped manager's does — the winner when a worker delivered or the
+// manager submitted, else the reference's residual no-winner
+// all-children-down (budget-exhausted when a ceiling was reached) — with
+// SupervisedResult.ProgressStop naming the reason, and a driver loop's
+// DriverContinuation.ClosedBy "stop-rule" with its StopReason (as the
+// reference's closedBy/stopReason; "stop" and "result-accepted" for the
+// manager's own stop and an accepted submission). The first end decides:
+// a cancellation while the stopped run's workers settle does not make it
+// cancelled, and a resumed run whose journal holds the stop stays ended
+// by it, its manager not driven, OnProgressStop not told again. Settled
+// records of a run with a StopRule carry their time (Record.AtMS), so a
+// resume reads the same history (TestStopRuleEndSurvivesResume).
+//
+// Extra tools (§3.6 extraTools, executeExtraTool). Options.ExtraTools are
+// work tools the root manager's router brain is offered beside the
+// coordination verbs (the reference's router arm only; refused with any
+// other brain, and refused in a graph run), so that it can act itself as
+// well as delegate: each is a contract.Tool whose Run is the caller's
+// executeExtraTool, its result the call's tool result, its error a tool
+// failure the manager reads. A name that is a coordination verb's (bare
+// or with ToolPrefix) is refused at start (ErrInvalidOptions), as the
+// reference refuses a work tool that shadows a verb. Each call is
+// journaled before it runs (KindExtraToolCalled) and after
+// (KindExtraToolDone, its result or error), keyed by the tool and the
+// call's id, so a resumed manager whose transcript holds the call and
+// not its answer — its loop runs the call again — gets the journaled
+// outcome back, and a call whose outcome was never journaled is answered
+// in doubt, not run again: the caller's function acts at most once
+// (TestExtraToolCallActsOnceAcrossResume).
+//
 // Above it, package graph interprets one supervised run as a fixed
 // topology (runGraph) and keeps its edge ledger in this run's journal
 // through Coordinator.Note.

@@ -261,7 +261,22 @@ type DriverContinuation struct {
 	// Ended is the last attempt's stop ("unrecorded" when none said).
 	Ended             AttemptStop     `json:"ended"`
 	RepromptRefusedBy RepromptRefusal `json:"repromptRefusedBy,omitzero"`
+	// ClosedBy is what closed the loop when the run itself did, as the
+	// reference's driver-loop summary names it: ClosedByResultAccepted,
+	// ClosedByStop or ClosedByStopRule; "" when none of them (the
+	// driver returned, failed, or a ceiling or cancellation ended it).
+	// StopReason is the stop's reason: the manager's own (stop's
+	// reason) or the stop rule's.
+	ClosedBy   string `json:"closedBy,omitzero"`
+	StopReason string `json:"stopReason,omitzero"`
 }
+
+// DriverContinuation.ClosedBy values.
+const (
+	ClosedByResultAccepted = "result-accepted"
+	ClosedByStop           = "stop"
+	ClosedByStopRule       = "stop-rule"
+)
 
 // summarize counts attempts into their DriverContinuation.
 func summarize(attempts []DriverAttempt) *DriverContinuation {

@@ -124,6 +124,18 @@ const (
 	// resumed run that finds an abort or a run cancellation after it
 	// still ends budget-exhausted (the first end decides, §3.6).
 	KindDeadlinePassed = "deadline-passed"
+	// KindProgressStopped is the run's StopRule ending it (Reason the
+	// rule's, AtMS when): journaled before it is acted on, so a resumed
+	// run stays ended by it, its manager not driven again (the first end
+	// decides, §3.6).
+	KindProgressStopped = "progress-stopped"
+	// KindExtraToolCalled and KindExtraToolDone are a call of one of
+	// the root manager's extra tools (Options.ExtraTools; Key the tool
+	// and the call's id, Label the tool) started, and its outcome (Data
+	// its result, or Reason its error): a resumed manager's re-run call
+	// gets the outcome back rather than acting again.
+	KindExtraToolCalled = "extra-tool-called"
+	KindExtraToolDone   = "extra-tool-done"
 )
 
 // Record is one line of the spawn journal. Kind says which fields are
@@ -214,6 +226,10 @@ type Record struct {
 	Decision   *Decision `json:"decision,omitzero"`
 	// Breaker is a breaker-tripped record's trip (KindBreakerTripped).
 	Breaker *BreakerTrip `json:"breaker,omitzero"`
+	// AtMS is when a progress-stopped record's stop happened, and when a
+	// settled record's worker settled in a run with a StopRule (Unix
+	// milliseconds on the run's clock; absent when not recorded).
+	AtMS int64 `json:"atMs,omitzero"`
 }
 
 // BudgetRecord is a ledger.Budget as journaled; an absent channel is

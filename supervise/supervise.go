@@ -283,6 +283,44 @@ type Options struct {
 	DriverRetry     DriverRetry
 	Reprompt        Reprompt
 	OnDriverAttempt func(DriverAttempt)
+	// StopRule, when set, is the run's no-progress bound (§3.6
+	// stopRule: a run settles on "deadline, cancel, exhausted budget,
+	// accepted result, or the no-progress bound"): a rule over the root
+	// manager's progress — its workers' settlements, the best delivered
+	// objective so far, its live workers — built from NoProgressFor,
+	// Plateau and AllWorkersStalled (AnyOf, AllOf) or the caller's own.
+	// It is read after each settlement of a worker the root manager
+	// spawned and, for the router brain, before each of its model turns
+	// after the first, only while nothing else ended the manager: it
+	// adds a stop, never keeps a run past a ceiling. When it stops, the
+	// stop is journaled (KindProgressStopped), the scope aborted, the
+	// manager stopped and its live workers cancelled
+	// (ErrProgressStopped); the run then ends as a stopped manager's
+	// does — winner when a worker delivered (or the manager submitted),
+	// else no-winner (all-children-down, or budget-exhausted when a
+	// ceiling was reached) — with SupervisedResult.ProgressStop naming
+	// the rule's reason. A resumed run whose journal holds the stop stays
+	// ended by it. Nil: ceilings only.
+	StopRule StopRule
+	// OnProgressStop, when set, is told once, with its reason, when
+	// StopRule ends the run (not again by a resume of it); it needs
+	// StopRule, and must not block.
+	OnProgressStop func(reason string)
+	// ExtraTools are work tools the root manager's router brain may call
+	// itself beside the coordination verbs (§3.6 extraTools,
+	// executeExtraTool: Name, Description and InputSchema are what the
+	// model is offered, Run executes a call — the caller's
+	// executeExtraTool — its result the tool result, its error a tool
+	// failure the manager reads). Router brain only (the reference's
+	// router arm): refused with another brain, and for a name that is a
+	// coordination verb's (bare or with ToolPrefix), repeated, or with no
+	// Run. The manager's profile must not declare them; they are added to
+	// what it is offered. Each call is journaled before it runs and its
+	// outcome after (KindExtraToolCalled, KindExtraToolDone), so a
+	// resumed manager's transcript replays it exactly once: a re-run
+	// call gets the journaled outcome, and one whose outcome was never
+	// journaled is answered in doubt, not run again.
+	ExtraTools []contract.Tool
 }
 
 // BreakerTrip is a tripped restart-intensity breaker (Options.MaxRestarts):
@@ -446,6 +484,9 @@ type SupervisedResult struct {
 	// Breaker is the restart-intensity breaker's trip that ended the
 	// run (Options.MaxRestarts); nil when it did not trip.
 	Breaker *BreakerTrip
+	// ProgressStop is how the run's no-progress bound ended it
+	// (Options.StopRule); nil when it did not.
+	ProgressStop *ProgressStop
 	// Resumed says the run continued an earlier process's journal.
 	Resumed bool
 	// BrainText is the brain's final text.
@@ -617,7 +658,9 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 		lenses: lenses, analysts: map[NodeID]analystOf{}, afterSettle: o.AfterSettle, requested: map[string]bool{},
 		analystModel: o.AnalystModel, analystStops: map[NodeID]string{},
 		views: map[NodeID]*Coordinator{}, router: o.Router, maxTurns: o.MaxTurns, managerBrain: o.ManagerBrain, settleGrace: grace,
-		driverLoop: &driverLoop{retry: o.DriverRetry, reprompt: o.Reprompt, onAttempt: o.OnDriverAttempt}}}
+		driverLoop: &driverLoop{retry: o.DriverRetry, reprompt: o.Reprompt, onAttempt: o.OnDriverAttempt},
+		progress:   &progressRule{rule: o.StopRule, notify: o.OnProgressStop},
+		extraTools: o.ExtraTools, extraStarted: map[string]bool{}, extraDone: map[string]extraOutcome{}}}
 	c.root = c
 	if o.RestartsWithin > 0 {
 		c.breaker = &restartBreaker{max: o.MaxRestarts, within: o.RestartsWithin}
@@ -814,7 +857,8 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	// A run aborted before its manager drove — its journal holds its
 	// breaker's trip or its caller's abort — stays aborted: nothing
 	// more is driven, run or spent.
-	aborted := c.runAborted()
+	// So does one its stop rule ended (KindProgressStopped).
+	aborted := c.runAborted() || c.progressStopped()
 	if resumed && resumeErr == nil && !late && !aborted {
 		// What the process before left half done: settlement hooks that
 		// never returned, analyses requested but never started, nested
@@ -1036,6 +1080,9 @@ func (o *Options) resolve(manager *profile.Profile) (Brain, Executor, error) {
 	case o.MaxRestarts > 0 && o.RestartsWithin == 0:
 		bad("MaxRestarts needs RestartsWithin, the window its restarts are counted in")
 	}
+	if o.OnProgressStop != nil && o.StopRule == nil {
+		bad("OnProgressStop needs StopRule, the rule whose stop it is told of")
+	}
 	exec := o.Executor
 	if exec == nil {
 		if o.Workers == nil {
@@ -1063,6 +1110,12 @@ func (o *Options) resolve(manager *profile.Profile) (Brain, Executor, error) {
 			}
 		default:
 			errs = append(errs, fmt.Errorf("%w: harness %s", ErrUnsupportedHarness, manager.Harness))
+		}
+	}
+	if len(o.ExtraTools) > 0 {
+		errs = append(errs, checkExtraTools(o.ExtraTools)...)
+		if _, router := brain.(*RouterBrain); !router {
+			bad("ExtraTools are offered to the router brain (a cli-base manager) only; this run's manager is driven by %T", brain)
 		}
 	}
 	if _, router := brain.(*RouterBrain); router && (o.Reprompt.Max > 0 || o.Reprompt.UntilComplete) {
@@ -1127,6 +1180,26 @@ func (c *Coordinator) finish(ctx context.Context, report BrainReport, driveErr e
 
 	cancelled := ctx.Err() != nil
 	runCancel := c.appliedRunCancel()
+	if k := res.Continuation; k != nil {
+		// What closed the driver loop (the reference's closedBy and
+		// stopReason), read under mu.
+		switch ps := c.progress.stop(); {
+		case c.submitted != nil:
+			k.ClosedBy = ClosedByResultAccepted
+		case c.stopped:
+			k.ClosedBy, k.StopReason = ClosedByStop, clip(c.stopWhy, MaxReasonBytes)
+		case ps != nil:
+			k.ClosedBy, k.StopReason = ClosedByStopRule, ps.Reason
+		}
+	}
+	if ps := c.progress.stop(); ps != nil {
+		// The stop rule ended the run before anything else did (it reads
+		// only while nothing had): a cancellation that came after, while
+		// the workers settled, does not make it cancelled or aborted (the
+		// first end decides). The run ends as a stopped manager's does.
+		res.ProgressStop = ps
+		cancelled, runCancel = false, nil
+	}
 	switch {
 	case c.tripped != nil:
 		// The trip, journaled when it happened, is the run's end: a
@@ -1198,6 +1271,9 @@ var errRunDeadline = fmt.Errorf("supervise: the run's deadline passed: %w", ledg
 func (c *Coordinator) noteDeadlineFirst(ctx context.Context) {
 	if c.appliedRunCancel() != nil {
 		return // a run cancellation came first
+	}
+	if c.progressStopped() {
+		return // the stop rule ended the run first
 	}
 	c.mu.Lock()
 	if c.deadlineFirst || c.cancelJournaled || c.tripped != nil || c.abortWhy != "" {

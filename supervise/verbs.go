@@ -347,12 +347,41 @@ func (b *RouterBrain) DriveTools(ctx context.Context, c *Coordinator, task strin
 	// journaled with what it said (meterTurn); a turn no checkpoint
 	// journaled gets its own metered record once the loop ended.
 	// Steers addressed to the run's root join between its turns.
-	opts := kernel.ToolLoopOptions{Model: b.model, Profile: b.profile, User: task, Tools: offered,
+	manager := b.profile
+	if c.parent == nil {
+		// The root manager's extra tools (Options.ExtraTools), journaled
+		// call by call.
+		m, extra, err := c.withExtraTools(manager)
+		if err != nil {
+			return BrainReport{}, err
+		}
+		manager, offered = m, append(offered, extra...)
+	}
+	opts := kernel.ToolLoopOptions{Model: b.model, Profile: manager, User: task, Tools: offered,
 		MaxToolTurns: b.maxTurns, Logger: c.logger, Now: c.now, Observer: c.turnMeter(journal), Interject: journal.interjector(),
 		Checkpoint: journal.checkpoint, Recorded: recorded,
 		// Awaiting again is waiting, not a loop: each await may return
 		// another event, so only repeated outcomes make it stuck.
 		Waiting: []string{ToolPrefix + VerbAwaitEvent}}
+	if c.parent == nil && c.progress.rule != nil {
+		// The run's no-progress bound is read before each model turn
+		// after the first, as the reference's router driver reads it
+		// (Options.StopRule): a rule that stops the run stops the loop
+		// before the turn's model call, its steers left untaken.
+		inner := opts.Interject
+		opts.Interject = func(ctx context.Context, answered bool) []string {
+			if !answered {
+				c.checkProgress(ctx)
+				if c.progressStopped() {
+					return nil
+				}
+			}
+			if inner == nil {
+				return nil
+			}
+			return inner(ctx, answered)
+		}
+	}
 	if c.parent != nil {
 		// A nested manager's turns are held to its node's reservation.
 		gate, reserve, err := c.turnGate()
