@@ -44,7 +44,8 @@ func newSuperviseCmd(stdio IO, open providerOpener) *cobra.Command {
 	var budgetUSD, workerUSD float64
 	var maxLive, maxTurns, driverAttempts int
 	var reprompt string
-	var timeout, childGrace time.Duration
+	var timeout, childGrace, stopIdle time.Duration
+	var stopSettles int
 	var analystFlags analystModelFlags
 	var workerFlags workerProviderFlags
 	var seatsPath string
@@ -165,12 +166,21 @@ none or its journal lost part of it, 2 on usage errors.`,
 				return usage("--driver-attempts cannot be negative")
 			case childGrace < 0:
 				return usage("--child-settle-grace cannot be negative")
+			case stopSettles < 0 || stopIdle < 0:
+				return usage("--stop-after-settles and --stop-when-idle cannot be negative")
 			case (cmd.Flags().Changed("driver-attempts") || reprompt != "") && !isHarnessProvider(providerName):
 				return usage("--driver-attempts and --reprompt drive an external-harness manager again (--provider claude-code, codex or opencode); a %s manager runs its loop in process", providerName)
 			}
 			repromptOpt, err := repromptFlag(reprompt, timeout, resume)
 			if err != nil {
 				return err
+			}
+			var stopRule supervise.StopRule
+			if stopSettles > 0 || stopIdle > 0 {
+				// The no-progress bound (§3.6 stopRule).
+				if stopRule, err = (supervise.NoProgressFor{Settles: stopSettles, Within: stopIdle}).Rule(); err != nil {
+					return usage("%v", err)
+				}
 			}
 			if err := checkOperatorRun(cmd, task, expect, runID); err != nil {
 				return err
@@ -303,6 +313,7 @@ none or its journal lost part of it, 2 on usage errors.`,
 				Store:            s,
 				DriverRetry:      supervise.DriverRetry{MaxAttempts: driverAttempts},
 				ChildSettleGrace: childGrace,
+				StopRule:         stopRule,
 				Reprompt:         repromptOpt,
 				OnDriverAttempt: func(a supervise.DriverAttempt) {
 					progressDriverAttempt(stdio.Err, a)
@@ -398,6 +409,8 @@ none or its journal lost part of it, 2 on usage errors.`,
 	f.IntVar(&maxTurns, "max-turns", 0, "most tool turns of the manager's model (default: the kernel's backstop)")
 	f.DurationVar(&childGrace, "child-settle-grace", 0, "when the manager returns or fails on its own (not by stop, a cancel or the deadline), how long its live workers may go on before they are cancelled (a worker that delivers within it can still win; default: cancelled at once)")
 	f.IntVar(&driverAttempts, "driver-attempts", 0, "with a claude-code, codex or opencode manager: most failed manager turns before the run ends driver-failed (default 8; 1 retries none); three in a row that change nothing end it sooner")
+	f.IntVar(&stopSettles, "stop-after-settles", 0, "the no-progress bound: end the run once this many workers in a row settled without improving on the best delivered result (default: no such bound)")
+	f.DurationVar(&stopIdle, "stop-when-idle", 0, "the no-progress bound: end the run once no worker settled for this long while none waits on a decision (default: no such bound)")
 	f.StringVar(&reprompt, "reprompt", "", "with a claude-code, codex or opencode manager: how many times a manager turn that ended with nothing delivered is driven again with what is still owed (N, or until-complete, which needs --timeout; default: never)")
 	f.DurationVar(&timeout, "timeout", 0, "the run's deadline, from its start: past it no worker is admitted, live ones are cancelled and the run ends budget-exhausted; journaled, so --resume keeps it (and refuses --timeout)")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
@@ -936,6 +949,9 @@ func printSupervisedLost(w io.Writer, res supervise.SupervisedResult, runDir str
 	if res.Resumed {
 		fmt.Fprintf(w, "  resumed   from the journal of an earlier process\n")
 	}
+	if p := res.ProgressStop; p != nil {
+		fmt.Fprintf(w, "  stopped   by the no-progress bound: %s\n", p.Reason)
+	}
 	if c := res.Continuation; c != nil && c.Attempts > 1 {
 		line := fmt.Sprintf("  manager   driven %d times: %d re-prompted, %d after a failure, %d after a pause; ended %s",
 			c.Attempts, c.Reprompts, c.FailureRetries, c.UnavailablePauses, c.Ended)
@@ -1246,6 +1262,12 @@ func supervisedValue(res supervise.SupervisedResult, runDir string) canonjson.Va
 		canonjson.Member{Name: "ms", Value: canonjson.NumberValue(float64(res.MS))},
 		canonjson.Member{Name: "runDir", Value: canonjson.StringValue(runDir)},
 	)
+	if p := res.ProgressStop; p != nil {
+		// The no-progress bound ended the run (§3.6 stopRule).
+		if v, err := canonjson.ToValue(*p); err == nil {
+			m = append(m, canonjson.Member{Name: "progressStop", Value: v})
+		}
+	}
 	if res.Continuation != nil {
 		// What the external manager's driver loop did (§3.6
 		// continuation): attempts, re-prompts, retries and pauses.

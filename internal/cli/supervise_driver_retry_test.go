@@ -110,6 +110,7 @@ func TestSuperviseDriverLoopFlagsAreUsageErrors(t *testing.T) {
 		{[]string{"--provider", "opencode", "--reprompt", "lots"}, "give a count"},
 		{[]string{"--provider", "opencode", "--driver-attempts", "-1"}, "cannot be negative"},
 		{[]string{"--child-settle-grace", "-1s"}, "--child-settle-grace cannot be negative"},
+		{[]string{"--stop-after-settles", "-2"}, "cannot be negative"},
 	}
 	for _, tc := range cases {
 		args := append([]string{"supervise", supManager, "--task", "x", "--worker", noteWriter, "--db", filepath.Join(dir, "s.db")}, tc.args...)
@@ -117,5 +118,52 @@ func TestSuperviseDriverLoopFlagsAreUsageErrors(t *testing.T) {
 		if code != 2 || !strings.Contains(errOut, tc.want) {
 			t.Errorf("%v: exit %d, stderr %q; want 2 naming %q", tc.args, code, errOut, tc.want)
 		}
+	}
+}
+
+// §3.6 stopRule (the no-progress bound) through the real binary: a
+// manager that keeps spawning workers whose results never improve on
+// the first is stopped by --stop-after-settles 1 once a second worker
+// settled with nothing better; the first worker's delivery still wins,
+// and both the human output and --json say what stopped the run.
+func TestSuperviseStopAfterSettlesBinary(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "manager-script.json")
+	spawn := func(task string) string {
+		return fmt.Sprintf(`{"verb": "spawn_worker", "args": {"profile": "note-writer", "task": %q}}`, task)
+	}
+	await := `{"verb": "await_event", "args": {"timeoutMs": 60000}}`
+	turns := fmt.Sprintf(`{"turns": [{"calls": [%s]}, {"calls": [%s]}, {"calls": [%s]}, {"calls": [%s]}, {"calls": [%s]}, {"calls": [%s]}, {"text": "done"}]}`,
+		spawn("note one"), await, spawn("note two"), await, spawn("note three"), await)
+	if err := os.WriteFile(script, []byte(turns), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	common := []string{"supervise", supManager, "--task", "write notes", "--worker", noteWriter, "--manager-script", script,
+		"--stop-after-settles", "1", "--db", filepath.Join(dir, "s.db")}
+	out, errOut, code := agentrtBinary(t, nil, append(common, "--run-dir", filepath.Join(dir, "run1"), "--json")...)
+	if code != 0 {
+		t.Fatalf("exit %d, want 0 (the first worker delivered)\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	var res struct {
+		Status       string `json:"status"`
+		ProgressStop struct {
+			Reason string `json:"reason"`
+		} `json:"progressStop"`
+		Workers []struct {
+			ID string `json:"id"`
+		} `json:"workers"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("--json: %v\n%s", err, out)
+	}
+	if res.Status != "winner" || !strings.Contains(res.ProgressStop.Reason, "no-progress: 1 settlements with no improvement") {
+		t.Errorf("status %s, progressStop %+v; want a winner stopped by the bound\n%s", res.Status, res.ProgressStop, out)
+	}
+	if len(res.Workers) != 2 {
+		t.Errorf("%d workers ran, want 2: the bound stopped the manager before its third spawn\n%s", len(res.Workers), out)
+	}
+	out, errOut, code = agentrtBinary(t, nil, append(common, "--run-dir", filepath.Join(dir, "run2"))...)
+	if code != 0 || !strings.Contains(out, "stopped   by the no-progress bound: no-progress") {
+		t.Errorf("exit %d, stdout:\n%s\nstderr:\n%s\nwant the no-progress line", code, out, errOut)
 	}
 }
