@@ -221,8 +221,11 @@ type DriverReentry struct {
 // and passed to Options.OnDriverAttempt): what makes "the driver failed
 // after 3 attempts, last cause X" legible.
 type DriverAttempt struct {
-	Attempt    int   `json:"attempt"`
-	DurationMS int64 `json:"durationMs"`
+	// Manager is the manager whose driver this attempt is: the run's id
+	// for its root manager, a node id for a nested one.
+	Manager    NodeID `json:"manager,omitzero"`
+	Attempt    int    `json:"attempt"`
+	DurationMS int64  `json:"durationMs"`
 	// Error is the attempt's failure (absent when it completed) and
 	// Class how it was answered.
 	Error string       `json:"error,omitzero"`
@@ -650,6 +653,7 @@ func (c *Coordinator) DriveAttempts(ctx context.Context, drive func(ctx context.
 		consecutivePauses, pauses  int
 	)
 	emit := func(a DriverAttempt) {
+		a.Manager = c.self
 		if reentry != nil {
 			a.Reentry = reentry.Reason
 		}

@@ -252,8 +252,8 @@ func TestNestedDriverAttemptsAreNotTheRootsContinuation(t *testing.T) {
 	res := superviseWithin(t, context.Background(), time.Minute, "t", o)
 	mu.Lock()
 	defer mu.Unlock()
-	if len(seen) != 2 {
-		t.Errorf("OnDriverAttempt saw %d attempts, want the lead's 2", len(seen))
+	if len(seen) != 2 || seen[0].Manager != "run1:s1" || seen[1].Manager != "run1:s1" {
+		t.Errorf("OnDriverAttempt saw %+v, want the lead's 2, each naming the lead run1:s1", seen)
 	}
 	if res.Continuation != nil {
 		t.Errorf("the root's continuation %+v, want nil: the root did not drive through DriveAttempts", res.Continuation)

@@ -170,6 +170,11 @@ func TestDriverRetryAnswersEachFailure(t *testing.T) {
 			if res.Continuation == nil || res.Continuation.Attempts != len(seen) {
 				t.Errorf("continuation %+v, want %d attempts", res.Continuation, len(seen))
 			}
+			for _, a := range seen {
+				if a.Manager != "run1" {
+					t.Errorf("attempt %d names manager %q, want the root run1", a.Attempt, a.Manager)
+				}
+			}
 			for i, r := range b.reentry {
 				if (i == 0) != (r == nil) {
 					t.Errorf("attempt %d entered with %+v", i+1, r)
