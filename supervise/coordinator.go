@@ -105,8 +105,13 @@ type core struct {
 	authoredOK    bool
 	authorizeHook bool
 	check         Deliverable
-	logger        *slog.Logger
-	now           func() time.Time
+	// finalizer and finalizerTimeout are Options.Finalizer and
+	// FinalizerTimeout; authorizeMessage is Options.AuthorizeMessage.
+	finalizer        Finalizer
+	finalizerTimeout time.Duration
+	authorizeMessage func(ctx context.Context, m DownMessage) (string, error)
+	logger           *slog.Logger
+	now              func() time.Time
 
 	wg sync.WaitGroup
 
@@ -307,18 +312,18 @@ type SpawnBudget struct {
 
 // SpawnResult is an admitted spawn (spawn_worker's reply).
 type SpawnResult struct {
-	WorkerID    NodeID  `json:"workerId"`
-	Assignment  string  `json:"assignment"`
+	WorkerID   NodeID `json:"workerId"`
+	Assignment string `json:"assignment"`
 	// AssignmentID is Assignment under the reference's name, and
 	// Continuity the spawn's continuity (fresh or resume): a TypeScript
 	// peer reads spawn_worker's reply as {workerId, assignmentId,
 	// continuity, live, freeSlots}.
-	AssignmentID string `json:"assignmentId"`
-	Continuity   string `json:"continuity"`
-	Resumed     Resumed `json:"resumed,omitzero"`
-	PriorWorker NodeID  `json:"priorWorkerId,omitzero"`
-	PriorReason string  `json:"priorReason,omitzero"`
-	Replayed    bool    `json:"replayed,omitzero"`
+	AssignmentID string  `json:"assignmentId"`
+	Continuity   string  `json:"continuity"`
+	Resumed      Resumed `json:"resumed,omitzero"`
+	PriorWorker  NodeID  `json:"priorWorkerId,omitzero"`
+	PriorReason  string  `json:"priorReason,omitzero"`
+	Replayed     bool    `json:"replayed,omitzero"`
 	// InDoubt: the replayed worker is in doubt (a resumed manager's
 	// call, run again, got back the child its earlier process spawned,
 	// which started without a terminal receipt): its outcome is unknown,
@@ -1446,8 +1451,13 @@ func (c *Coordinator) Steer(ctx context.Context, a SteerArgs) (SteerResult, erro
 			defer c.rootSteers.leave()
 		}
 		req := c.steerRequested(ctx, a, op)
-		effect, reason := c.deliverRoot(ctx, a.Instruction, req.OperationID)
-		res := SteerResult{Delivered: effect == SteerDelivered, Outcome: string(effect), Reason: reason}
+		res := SteerResult{Outcome: string(SteerRefused)}
+		if msg, err := c.authorizeSteer(ctx, req, a.WorkerID); err != nil {
+			res.Reason = err.Error()
+		} else {
+			effect, reason := c.deliverRoot(ctx, msg, req.OperationID)
+			res = SteerResult{Delivered: effect == SteerDelivered, Outcome: string(effect), Reason: reason}
+		}
 		c.steerAcknowledged(ctx, req, res)
 		return res, nil
 	}
@@ -1475,8 +1485,15 @@ func (c *Coordinator) Steer(ctx context.Context, a SteerArgs) (SteerResult, erro
 		}
 	}
 	req := c.steerRequested(ctx, a, op)
-	effect, reason := c.deliver(ctx, info, a.Instruction, req.OperationID)
-	res = SteerResult{Delivered: effect == SteerDelivered, Outcome: string(effect), Reason: reason}
+	if !live(info) {
+		// Nothing to authorize: the worker cannot take it.
+		res = SteerResult{Outcome: string(SteerNotLive), Reason: "the worker is " + string(info.State)}
+	} else if msg, err := c.authorizeSteer(ctx, req, a.WorkerID); err != nil {
+		res = SteerResult{Outcome: string(SteerRefused), Reason: err.Error()}
+	} else {
+		effect, reason := c.deliver(ctx, info, msg, req.OperationID)
+		res = SteerResult{Delivered: effect == SteerDelivered, Outcome: string(effect), Reason: reason}
+	}
 	c.steerAcknowledged(ctx, req, res)
 	if now, ok := c.scope.Node(a.WorkerID); ok {
 		res.Progress = c.progressOf(now)
