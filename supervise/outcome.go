@@ -54,6 +54,8 @@ type OutcomeRecord struct {
 	// Breaker is the restart-intensity breaker's trip, when it ended
 	// the run.
 	Breaker *BreakerTrip `json:"breaker,omitzero"`
+	// FinalizerNote is SupervisedResult.FinalizerNote.
+	FinalizerNote string `json:"finalizerNote,omitzero"`
 }
 
 // WinnerRecord is the winner arm as journaled: the result itself is the
@@ -119,7 +121,8 @@ func (r TotalRecord) total() SpentTotal {
 func outcomeRecord(res SupervisedResult) *OutcomeRecord {
 	o := &OutcomeRecord{Status: res.Status, Reason: res.Reason, Spent: totalRecord(res.Spent),
 		DriverInference: totalRecord(res.Breakdown.DriverInference), ChildWork: totalRecord(res.Breakdown.ChildWork),
-		MS: res.MS, DownCount: res.DownCount, TeardownUnconfirmed: res.TeardownUnconfirmed, Breaker: res.Breaker}
+		MS: res.MS, DownCount: res.DownCount, TeardownUnconfirmed: res.TeardownUnconfirmed, Breaker: res.Breaker,
+		FinalizerNote: clip(res.FinalizerNote, MaxReasonBytes)}
 	if w := res.Winner; w != nil {
 		o.Winner = &WinnerRecord{Node: w.Node, OutRef: w.OutRef, Verdict: w.Verdict, Submitted: w.Submitted}
 		if len(w.Text) <= MaxJournaledText {
@@ -241,7 +244,7 @@ func (o *OutcomeRecord) result(runID string) SupervisedResult {
 		Spent:     o.Spent.total(),
 		Breakdown: Breakdown{DriverInference: o.DriverInference.total(), ChildWork: o.ChildWork.total()},
 		MS:        o.MS, DownCount: o.DownCount, TeardownUnconfirmed: o.TeardownUnconfirmed, BrainText: o.BrainText,
-		Breaker: o.Breaker,
+		Breaker: o.Breaker, FinalizerNote: o.FinalizerNote,
 	}
 	if w := o.Winner; w != nil {
 		res.Winner = &Winner{Node: w.Node, OutRef: w.OutRef, Verdict: w.Verdict, Submitted: w.Submitted}
