@@ -247,7 +247,9 @@ func TestFinalizerChoiceSurvivesResumeBehaviour46(t *testing.T) {
 				t.Fatal(err)
 			}
 			o.Brain = pipeline("write alpha", "write slow")
-			o.Finalizer = func(_ context.Context, in supervise.FinalizeInput) (supervise.NodeID, error) { return tc.choose(in), nil }
+			o.Finalizer = func(_ context.Context, in supervise.FinalizeInput) (supervise.NodeID, error) {
+				return tc.choose(in), nil
+			}
 			first, err := supervise.Supervise(context.Background(), manager, "t", o)
 			if err != nil {
 				t.Fatal(err)
