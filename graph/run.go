@@ -23,14 +23,17 @@ import (
 // Options configure RunGraph.
 //
 // Supervise carries every supervise option, classified: Budget,
-// Deliverable, Profiles, Brain, AfterSettle and OnResume are owned by
-// the graph and refused when set (*ConfigError naming the field);
+// Deliverable, Profiles, Brain, AfterSettle, OnResume, AuthorizeMessage
+// (pass Options.AuthorizeMessage), AuthoredProfiles and Reprompt are
+// owned by the graph and refused when set (*ConfigError naming the
+// field);
 // Router, MaxTurns, Now and Logger are read by the graph's router brain
 // too; WorkspaceRoot without RunDir becomes RunDir
 // (supervise.RunDirIn);
 // everything else (Executor, Workers, PerWorker, MaxLiveWorkers,
 // AuthorizeSpawn — which sees a pinned node's request, Profile being the
-// node id — RunDir, RunID, Resume, Analysts, …) is forwarded verbatim.
+// node id — RunDir, RunID, Resume, Analysts, Finalizer, …) is
+// forwarded verbatim.
 // Analysts are the lenses beside supervise.BuiltinLenses an analyzes
 // edge may name. Resume continues the graph run journaled in RunDir
 // (see RunGraph). Options is a Go
@@ -50,9 +53,13 @@ type Options struct {
 	// root whose harness is external.
 	Brain Brain
 	// AuthorizeMessage, when set, is the product's authority over every
-	// mid-run instruction (a steer, a routed finding): it returns the
-	// instruction to deliver, possibly narrowed — a narrowed one is
-	// ledgered stripped — or an error to refuse it.
+	// mid-run instruction (a steer, a routed finding, an answer, a steer
+	// another process writes into the run's dir): it returns the
+	// instruction to deliver, possibly narrowed — a narrowed steer is
+	// ledgered stripped — or an error to refuse it (a steer refused is
+	// ledgered unpropagated and acknowledged refused). The graph gives it
+	// to supervise as Supervise.AuthorizeMessage (which is therefore
+	// refused here), so it guards every path supervise delivers by.
 	AuthorizeMessage func(ctx context.Context, m Message) (string, error)
 	// Supervise are the forwarded supervise options (see above).
 	Supervise supervise.Options
@@ -139,6 +146,12 @@ func RunGraph(ctx context.Context, g Graph, o Options) (GraphResult, error) {
 	// A resumed run rebuilds the ledger and caps before the settlement
 	// hooks the dead process left unfinished run again.
 	so.OnResume = r.bind
+	if o.AuthorizeMessage != nil {
+		// supervise owns the hook, so every message down to a worker
+		// passes it — the graph's steers and findings, answers, and
+		// steers from other processes (agentrt steer) alike.
+		so.AuthorizeMessage = r.authorizeMessage
+	}
 	if so.RunDir == "" && so.WorkspaceRoot != "" {
 		// The layout's default place (supervise.RunDirIn), resolved
 		// here so that a resume's journal check reads the same dir.
@@ -523,21 +536,21 @@ func (r *run) steer(ctx context.Context, c *supervise.Coordinator, row LedgerRow
 	record := func(row LedgerRow, charge bool) {
 		r.recordOf(ctx, journaledRow{LedgerRow: row, Charged: charge, Analyst: analyst})
 	}
-	sent := instruction
-	if f := r.opts.AuthorizeMessage; f != nil {
-		narrowed, err := f(ctx, Message{WorkerID: dest, Node: node, Edge: row.Edge, Instruction: instruction})
-		if err != nil {
-			row.Outcome, row.Reason = OutcomeUnpropagated, "not authorized: "+err.Error()
-			record(row, charge)
-			return supervise.SteerResult{}, &supervise.VerbRefusal{Code: "message-not-authorized", Reason: err.Error()}
-		}
-		sent = narrowed
-	}
-	res, err := c.Steer(ctx, supervise.SteerArgs{WorkerID: dest, Instruction: sent, Interrupt: interrupt})
+	note := &authNote{edge: row.Edge}
+	res, err := c.Steer(context.WithValue(ctx, authNoteKey{}, note), supervise.SteerArgs{WorkerID: dest, Instruction: instruction, Interrupt: interrupt})
 	if err != nil {
 		row.Outcome, row.Reason = OutcomeUnpropagated, err.Error()
 		record(row, false)
 		return res, err
+	}
+	if note.refused != nil {
+		row.Outcome, row.Reason = OutcomeUnpropagated, "not authorized: "+note.refused.Error()
+		record(row, charge)
+		return supervise.SteerResult{}, &supervise.VerbRefusal{Code: "message-not-authorized", Reason: note.refused.Error()}
+	}
+	sent := instruction
+	if note.called {
+		sent = note.sent
 	}
 	row.Bytes = len(sent)
 	switch {
@@ -688,32 +701,12 @@ func (d *Driver) Await(ctx context.Context, a supervise.AwaitArgs) (supervise.Aw
 }
 
 // AnswerQuestion is supervise's answer_question, with an answer passed
-// through Options.AuthorizeMessage first (to the asking worker): the
-// product may narrow it or refuse it. Answers travel no edge, so they
-// are not ledgered.
+// through Options.AuthorizeMessage first (to the asking worker; supervise
+// calls it): the product may narrow it or refuse it. Answers travel no
+// edge, so they are not ledgered.
 func (d *Driver) AnswerQuestion(ctx context.Context, a supervise.AnswerArgs) (supervise.AnswerResult, error) {
-	f := d.r.opts.AuthorizeMessage
-	if f == nil || a.Answer == "" {
-		return d.c.AnswerQuestion(ctx, a)
-	}
-	var asker supervise.NodeID
-	for _, q := range d.c.ListQuestions().Questions {
-		if q.ID == a.QuestionID {
-			asker = q.From
-		}
-	}
-	if asker == "" {
-		return d.c.AnswerQuestion(ctx, a) // supervise refuses the unknown question
-	}
-	m := Message{WorkerID: asker, Instruction: a.Answer}
-	if o, err := d.c.Observe(asker); err == nil {
-		m.Node = o.Profile
-	}
-	narrowed, err := f(ctx, m)
-	if err != nil {
-		return supervise.AnswerResult{}, &supervise.VerbRefusal{Code: "message-not-authorized", Reason: err.Error()}
-	}
-	a.Answer = narrowed
+	// supervise passes the answer through Options.AuthorizeMessage
+	// (r.authorizeMessage) and refuses it message-not-authorized.
 	return d.c.AnswerQuestion(ctx, a)
 }
 
@@ -787,4 +780,35 @@ func (d *Driver) Tools() ([]contract.Tool, error) {
 		out = append(out, t)
 	}
 	return out, nil
+}
+
+// authNoteKey carries an authNote on the context of the graph's own
+// steer (run.steer) to r.authorizeMessage.
+type authNoteKey struct{}
+
+// authNote is what Options.AuthorizeMessage made of one graph steer:
+// the edge it travels, and the hook's answer.
+type authNote struct {
+	edge    string
+	called  bool
+	sent    string
+	refused error
+}
+
+// authorizeMessage is supervise.Options.AuthorizeMessage for a graph
+// run: Options.AuthorizeMessage over the graph's Message (the
+// destination's node, the edge the graph's own steer travels: "" for an
+// answer or a steer from another process), its answer noted for the
+// steer's ledger row (stripped, or unpropagated when refused).
+func (r *run) authorizeMessage(ctx context.Context, m supervise.DownMessage) (string, error) {
+	note, _ := ctx.Value(authNoteKey{}).(*authNote)
+	gm := Message{WorkerID: m.WorkerID, Node: m.Profile, Instruction: m.Instruction}
+	if note != nil && m.Kind == supervise.DownSteer {
+		gm.Edge = note.edge
+	}
+	sent, err := r.opts.AuthorizeMessage(ctx, gm)
+	if note != nil && m.Kind == supervise.DownSteer {
+		note.called, note.sent, note.refused = true, sent, err
+	}
+	return sent, err
 }

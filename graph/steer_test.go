@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -171,5 +172,67 @@ func TestAnswerIsAuthorized(t *testing.T) {
 	}
 	if diff := cmp.Diff([]graph.Message{{WorkerID: "g:s1", Node: "coder", Instruction: "sk-123"}}, seen); diff != "" {
 		t.Errorf("AuthorizeMessage saw (-want +got):\n%s", diff)
+	}
+}
+
+// §3.6 authorizeMessage, owned by supervise: a steer another process
+// writes into a graph run's dir (what agentrt steer does) passes the
+// graph's AuthorizeMessage too — with no edge, since it travels none —
+// and a refused one is acknowledged refused and never reaches the
+// worker. Before supervise owned the hook, such a steer bypassed it.
+func TestCrossProcessSteerIsAuthorized(t *testing.T) {
+	workers := &inboxWorkers{}
+	o := options(t, workers, nil)
+	o.Supervise.Router = nil
+	dir := t.TempDir()
+	o.Supervise.RunDir = dir
+	var mu sync.Mutex
+	var seen []graph.Message
+	o.AuthorizeMessage = func(_ context.Context, m graph.Message) (string, error) {
+		mu.Lock()
+		seen = append(seen, m)
+		mu.Unlock()
+		return "", errors.New("no steers from outside")
+	}
+	var ack *supervise.SteerAck
+	o.Brain = graph.BrainFunc(func(ctx context.Context, d *graph.Driver, _ string) (supervise.BrainReport, error) {
+		res, err := d.Spawn(ctx, supervise.SpawnArgs{Profile: "coder", Task: "t"})
+		if err != nil {
+			return supervise.BrainReport{}, err
+		}
+		if _, err := supervise.WriteWorkerSteer(ctx, dir, string(res.WorkerID), supervise.WorkerSteer{OperationID: "op-outside", Message: "drop the tests", Source: "agentrt steer"}); err != nil {
+			return supervise.BrainReport{}, err
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for ack == nil || ack.Effect == supervise.SteerUnknown {
+			if time.Now().After(deadline) {
+				return supervise.BrainReport{}, errors.New("the steer was never acknowledged")
+			}
+			time.Sleep(20 * time.Millisecond)
+			if ack, err = supervise.ReadSteerAck(ctx, dir, "op-outside"); err != nil {
+				return supervise.BrainReport{}, err
+			}
+		}
+		workers.Deliver(ctx, res.WorkerID, "done")
+		_, err = d.Await(ctx, supervise.AwaitArgs{TimeoutMS: 30000})
+		return supervise.BrainReport{}, err
+	})
+	res, err := graph.RunGraph(context.Background(), starGraph(t), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ack == nil || ack.Effect != supervise.SteerRefused || ack.Detail != "not authorized: no steers from outside" {
+		t.Errorf("acknowledgement %+v, want refused, not authorized", ack)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if diff := cmp.Diff([]graph.Message{{WorkerID: "g:s1", Node: "coder", Instruction: "drop the tests"}}, seen); diff != "" {
+		t.Errorf("AuthorizeMessage saw (-want +got):\n%s", diff)
+	}
+	if w := res.Result.Winner; w == nil || w.Text != "patch per: done" {
+		t.Errorf("winner %+v, want the worker's patch per the manager's message only (the refused steer never reached it)", w)
+	}
+	if len(res.Ledger) != 1 {
+		t.Errorf("ledger %+v, want only the spawn row (a steer from outside travels no edge)", res.Ledger)
 	}
 }

@@ -363,7 +363,8 @@ var superviseOptionClass = map[string]string{
 	"MaxRestarts": classForwarded, "RestartsWithin": classForwarded, "Root": classForwarded,
 	"DriverRetry": classForwarded, "Reprompt": classOwned, "OnDriverAttempt": classForwarded,
 	"ChildSettleGrace": classForwarded, "StopRule": classForwarded, "OnProgressStop": classForwarded,
-	"ExtraTools": classOwned,
+	"ExtraTools":       classOwned,
+	"AuthorizeMessage": classOwned, "Finalizer": classForwarded, "FinalizerTimeout": classForwarded,
 }
 
 // checkOptions refuses a supervise option the graph owns: a caller value
@@ -386,6 +387,8 @@ func checkOptions(o Options) error {
 		return owned("Brain", "pass Options.Brain, which drives the graph's Driver")
 	case s.AfterSettle != nil:
 		return owned("AfterSettle", "the graph runs its analyzes edges' lenses from it")
+	case s.AuthorizeMessage != nil:
+		return owned("AuthorizeMessage", "pass Options.AuthorizeMessage, which the graph gives supervise wrapped so a narrowed steer is ledgered stripped")
 	case s.OnResume != nil:
 		return owned("OnResume", "the graph restores its edge ledger from it")
 	case len(s.ExtraTools) > 0:

@@ -82,6 +82,9 @@ func TestValidationBeforeSpendBehaviour52(t *testing.T) {
 		{name: "an analyzes edge over an unknown node", graph: func(g *graph.Graph, _ *testing.T) {
 			g.Edges = append(g.Edges, graph.Edge{Kind: graph.Analyzes, Analyst: "claims-check", Over: []string{"nobody"}, To: "driver", Directive: "analyze/critic/v2"})
 		}, want: refused{"validation", "edges[2].over[0]"}},
+		{name: "a supervise AuthorizeMessage (§3.7: the graph wraps Options.AuthorizeMessage)", opts: func(o *graph.Options) {
+			o.Supervise.AuthorizeMessage = func(_ context.Context, m supervise.DownMessage) (string, error) { return m.Instruction, nil }
+		}, want: refused{"config", "Supervise.AuthorizeMessage"}},
 		{name: "a supervise AfterSettle", opts: func(o *graph.Options) {
 			o.Supervise.AfterSettle = func(context.Context, *supervise.Coordinator, supervise.Settled) {}
 		}, want: refused{"config", "Supervise.AfterSettle"}},

@@ -165,6 +165,13 @@ func startLiveRun(t *testing.T, exec supervise.Executor, grace time.Duration, ta
 // not scan its control files, so only run end sees what before wrote.
 func startLiveRunWith(t *testing.T, exec supervise.Executor, grace time.Duration, before func(dir string) error, tasks ...string) *liveRun {
 	t.Helper()
+	return startLiveRunOpts(t, exec, grace, before, nil, tasks...)
+}
+
+// startLiveRunOpts is startLiveRunWith whose options mod, when set,
+// changes before the run starts.
+func startLiveRunOpts(t *testing.T, exec supervise.Executor, grace time.Duration, before func(dir string) error, mod func(*supervise.Options), tasks ...string) *liveRun {
+	t.Helper()
 	r := &liveRun{dir: t.TempDir(), ready: make(chan struct{}), release: make(chan struct{}), done: make(chan struct{})}
 	writer, err := profile.Parse([]byte(writerProfile))
 	if err != nil {
@@ -217,6 +224,9 @@ func startLiveRunWith(t *testing.T, exec supervise.Executor, grace time.Duration
 				return supervise.BrainReport{}, context.Cause(ctx)
 			}
 		}),
+	}
+	if mod != nil {
+		mod(&o)
 	}
 	runCtx := context.Background()
 	if before != nil {

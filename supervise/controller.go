@@ -239,11 +239,22 @@ func (c *Coordinator) deliverSteer(req SteerRequest, name string) (SteerEffect, 
 		return SteerRefused, "the request digest does not match its body"
 	}
 	if req.Worker == c.runID {
-		return c.deliverRoot(c.workCtx, req.Message, req.OperationID)
+		msg, err := c.authorizeSteer(c.workCtx, req, c.scope.Root())
+		if err != nil {
+			return SteerRefused, err.Error()
+		}
+		return c.deliverRoot(c.workCtx, msg, req.OperationID)
 	}
 	info, ok := c.resolveWorker(req.Worker)
 	if !ok {
 		return SteerRefused, "the run has no worker " + req.Worker
+	}
+	if !live(info) {
+		return SteerNotLive, "the worker is " + string(info.State)
+	}
+	msg, err := c.authorizeSteer(c.workCtx, req, info.ID)
+	if err != nil {
+		return SteerRefused, err.Error()
 	}
 	ctx := c.workCtx
 	if r, ok := c.exec.(InboxReader); !ok || !r.ReadsInbox() {
@@ -252,7 +263,7 @@ func (c *Coordinator) deliverSteer(req SteerRequest, name string) (SteerEffect, 
 		ctx, cancel = context.WithTimeout(ctx, controlDeliverTimeout)
 		defer cancel()
 	}
-	return c.deliver(ctx, info, req.Message, req.OperationID)
+	return c.deliver(ctx, info, msg, req.OperationID)
 }
 
 func (c *Coordinator) cancellationPath(op string) string {

@@ -105,8 +105,13 @@ type core struct {
 	authoredOK    bool
 	authorizeHook bool
 	check         Deliverable
-	logger        *slog.Logger
-	now           func() time.Time
+	// finalizer and finalizerTimeout are Options.Finalizer and
+	// FinalizerTimeout; authorizeMessage is Options.AuthorizeMessage.
+	finalizer        Finalizer
+	finalizerTimeout time.Duration
+	authorizeMessage func(ctx context.Context, m DownMessage) (string, error)
+	logger           *slog.Logger
+	now              func() time.Time
 
 	wg sync.WaitGroup
 
@@ -1471,8 +1476,13 @@ func (c *Coordinator) Steer(ctx context.Context, a SteerArgs) (SteerResult, erro
 			defer c.rootSteers.leave()
 		}
 		req := c.steerRequested(ctx, a, op)
-		effect, reason := c.deliverRoot(ctx, a.Instruction, req.OperationID)
-		res := SteerResult{Delivered: effect == SteerDelivered, Outcome: string(effect), Reason: reason}
+		res := SteerResult{Outcome: string(SteerRefused)}
+		if msg, err := c.authorizeSteer(ctx, req, a.WorkerID); err != nil {
+			res.Reason = err.Error()
+		} else {
+			effect, reason := c.deliverRoot(ctx, msg, req.OperationID)
+			res = SteerResult{Delivered: effect == SteerDelivered, Outcome: string(effect), Reason: reason}
+		}
 		c.steerAcknowledged(ctx, req, res)
 		return res, nil
 	}
@@ -1500,8 +1510,15 @@ func (c *Coordinator) Steer(ctx context.Context, a SteerArgs) (SteerResult, erro
 		}
 	}
 	req := c.steerRequested(ctx, a, op)
-	effect, reason := c.deliver(ctx, info, a.Instruction, req.OperationID)
-	res = SteerResult{Delivered: effect == SteerDelivered, Outcome: string(effect), Reason: reason}
+	if !live(info) {
+		// Nothing to authorize: the worker cannot take it.
+		res = SteerResult{Outcome: string(SteerNotLive), Reason: "the worker is " + string(info.State)}
+	} else if msg, err := c.authorizeSteer(ctx, req, a.WorkerID); err != nil {
+		res = SteerResult{Outcome: string(SteerRefused), Reason: err.Error()}
+	} else {
+		effect, reason := c.deliver(ctx, info, msg, req.OperationID)
+		res = SteerResult{Delivered: effect == SteerDelivered, Outcome: string(effect), Reason: reason}
+	}
 	c.steerAcknowledged(ctx, req, res)
 	if now, ok := c.scope.Node(a.WorkerID); ok {
 		res.Progress = c.progressOf(now)

@@ -31,7 +31,13 @@
 // (its spawns re-admitted, ledger.Pool.Readmit) and the run ends at once,
 // no-winner budget-exhausted, with no brain driven, no worker run and
 // nothing more spent. The result is a SupervisedResult arm: winner, or no-winner
-// with a reason. The run's finished record journals that whole result
+// with a reason. A run no lifecycle cause ended has its winner chosen by
+// Options.Finalizer among its candidates (the root's delivered children,
+// the manager's submitted result; DefaultFinalizer takes the submitted
+// result, else the highest score): a choice of no candidate is no-winner
+// all-children-down (FinalizerNote says why), a finalizer that fails,
+// panics or outlives FinalizerTimeout is driver-failed (*FinalizerError).
+// The run's finished record journals that whole result
 // (OutcomeRecord) before Supervise returns it, so with
 // Options.ReturnEnded a run resumed after its end — its process killed
 // before its caller recorded the result — returns the same result
@@ -390,6 +396,17 @@
 // delivered without being queued again when its journaled transcript
 // already holds it: the resumed manager sees it exactly once, and its
 // sender's unknown claim is replaced by the outcome.
+//
+// Options.AuthorizeMessage is the product's authority over every message
+// down to a worker, whichever way it came (steer_agent, a root steer, a
+// run dir steer request, a graph's routed finding, answer_question): it
+// sees a DownMessage before delivery and returns the text to deliver,
+// possibly narrowed, or an error. A refused steer is journaled as
+// requested and acknowledged refused ("not authorized: ..."), which
+// steer_agent's result and agentrt steer say; a refused answer is
+// answer_question's refusal message-not-authorized. A hook that panics or
+// outlives DefaultAuthorizeMessageTimeout refuses; a steer re-offered on
+// resume is authorized again.
 //
 // Where the spawn journal lives. SpawnLog is its one interface: the run
 // dir's spawn-journal.jsonl (OpenFileSpawnLog, owned through the

@@ -56,6 +56,8 @@ type OutcomeRecord struct {
 	Breaker *BreakerTrip `json:"breaker,omitzero"`
 	// ProgressStop is the stop rule's end of the run, when it ended it.
 	ProgressStop *ProgressStop `json:"progressStop,omitzero"`
+	// FinalizerNote is SupervisedResult.FinalizerNote.
+	FinalizerNote string `json:"finalizerNote,omitzero"`
 }
 
 // WinnerRecord is the winner arm as journaled: the result itself is the
@@ -122,7 +124,7 @@ func outcomeRecord(res SupervisedResult) *OutcomeRecord {
 	o := &OutcomeRecord{Status: res.Status, Reason: res.Reason, Spent: totalRecord(res.Spent),
 		DriverInference: totalRecord(res.Breakdown.DriverInference), ChildWork: totalRecord(res.Breakdown.ChildWork),
 		MS: res.MS, DownCount: res.DownCount, TeardownUnconfirmed: res.TeardownUnconfirmed, Breaker: res.Breaker,
-		ProgressStop: res.ProgressStop}
+		ProgressStop: res.ProgressStop, FinalizerNote: clip(res.FinalizerNote, MaxReasonBytes)}
 	if w := res.Winner; w != nil {
 		o.Winner = &WinnerRecord{Node: w.Node, OutRef: w.OutRef, Verdict: w.Verdict, Submitted: w.Submitted}
 		if len(w.Text) <= MaxJournaledText {
@@ -244,7 +246,7 @@ func (o *OutcomeRecord) result(runID string) SupervisedResult {
 		Spent:     o.Spent.total(),
 		Breakdown: Breakdown{DriverInference: o.DriverInference.total(), ChildWork: o.ChildWork.total()},
 		MS:        o.MS, DownCount: o.DownCount, TeardownUnconfirmed: o.TeardownUnconfirmed, BrainText: o.BrainText,
-		Breaker: o.Breaker, ProgressStop: o.ProgressStop,
+		Breaker: o.Breaker, ProgressStop: o.ProgressStop, FinalizerNote: o.FinalizerNote,
 	}
 	if w := o.Winner; w != nil {
 		res.Winner = &Winner{Node: w.Node, OutRef: w.OutRef, Verdict: w.Verdict, Submitted: w.Submitted}

@@ -386,6 +386,27 @@ type AnswerResult struct {
 // leaves the question open; a nested manager's escalation to parent
 // asks its parent manager, whose decision reaches the asker.
 func (c *Coordinator) AnswerQuestion(ctx context.Context, a AnswerArgs) (AnswerResult, error) {
+	if a.Answer != "" && c.authorizeMessage != nil {
+		// An answer is a message down to its asker: the product's
+		// authority sees it first (Options.AuthorizeMessage), and a
+		// refused one decides nothing.
+		var asker NodeID
+		c.mu.Lock()
+		for _, q := range c.questionsByID[a.QuestionID] {
+			if q.to == c.self && q.decision == nil {
+				asker = q.From
+			}
+		}
+		c.mu.Unlock()
+		if asker != "" {
+			answer, err := c.authorizeDown(ctx, DownMessage{Kind: DownAnswer, WorkerID: asker, Source: "answer_question",
+				Instruction: a.Answer, QuestionID: a.QuestionID})
+			if err != nil {
+				return AnswerResult{}, &VerbRefusal{Code: "message-not-authorized", Reason: err.Error()}
+			}
+			a.Answer = answer
+		}
+	}
 	res, d, from, then, err := c.decide(a)
 	if then != nil {
 		then()

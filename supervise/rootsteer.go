@@ -144,7 +144,14 @@ func (c *Coordinator) reofferSteers(ctx context.Context, in *Inbox) {
 				continue
 			}
 		}
-		p, effect, why := in.enqueue(ctx, q.Message, q.OperationID)
+		// Authorized again: what an earlier process delivered is not
+		// journaled narrowed, and this process's authority decides.
+		msg, err := c.authorizeSteer(ctx, q, c.self)
+		if err != nil {
+			c.acknowledgeReoffered(ctx, q, SteerRefused, err.Error())
+			continue
+		}
+		p, effect, why := in.enqueue(ctx, msg, q.OperationID)
 		if p == nil {
 			c.acknowledgeReoffered(ctx, q, effect, why)
 			continue

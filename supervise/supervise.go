@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"time"
 
 	"github.com/agentrt/agentrt/canonjson"
@@ -93,6 +92,21 @@ type Options struct {
 	MaxDepth       int
 	AllowedModels  []string
 	AuthorizeSpawn func(SpawnRequest) error
+	// AuthorizeMessage, when set, is the product's authority over every
+	// message sent down to a live worker (§3.6 authorizeMessage): a
+	// manager's steer_agent, a root steer, a cross-process steer
+	// (WriteWorkerSteer, agentrt steer), a finding a graph routes into
+	// a worker, and an answer_question answer. It returns the
+	// instruction to deliver, possibly narrowed, or an error refusing
+	// it: a refused steer is acknowledged refused with the reason
+	// ("not authorized: ..."), which steer_agent's result carries, and
+	// a refused answer is answer_question's refusal
+	// (message-not-authorized); neither is delivered. A hook that
+	// panics, or does not answer within DefaultAuthorizeMessageTimeout,
+	// refuses. The steer's request is journaled as proposed; a steer
+	// an earlier process accepted and a resumed run re-offers to its
+	// manager is authorized again.
+	AuthorizeMessage func(ctx context.Context, m DownMessage) (string, error)
 	// Profiles are the worker profiles spawn_worker may name, by name.
 	Profiles map[string]*profile.Profile
 	// AuthoredProfiles lets spawn_worker take an authored AgentProfile
@@ -321,6 +335,16 @@ type Options struct {
 	// call gets the journaled outcome, and one whose outcome was never
 	// journaled is answered in doubt, not run again.
 	ExtraTools []contract.Tool
+	// Finalizer, when set, chooses the run's winner among its
+	// candidates at its end (§3.6 finalizer; see Finalizer): the
+	// root's delivered children and the manager's submitted result.
+	// Nil runs DefaultFinalizer (the submitted result, else the
+	// highest-scoring child). The choice is journaled with the run's
+	// finished record, so a resume of the ended run (ReturnEnded)
+	// returns the same winner without calling it again.
+	// FinalizerTimeout bounds it (0: DefaultFinalizerTimeout).
+	Finalizer        Finalizer
+	FinalizerTimeout time.Duration
 }
 
 // BreakerTrip is a tripped restart-intensity breaker (Options.MaxRestarts):
@@ -491,6 +515,10 @@ type SupervisedResult struct {
 	Resumed bool
 	// BrainText is the brain's final text.
 	BrainText string
+	// FinalizerNote says why the run has no winner though it had
+	// candidates: its Finalizer chose none, or chose a node that is no
+	// candidate ("" otherwise; a failed finalizer is Error).
+	FinalizerNote string
 	// Continuation is what the run's driver loop did (DriveAttempts):
 	// its attempts, re-prompts, retries and pauses; nil when the brain
 	// did not drive through it, and on a run resumed to its journaled
@@ -654,6 +682,7 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	}
 	c := &Coordinator{self: NodeID(runID), wake: make(chan struct{}), core: &core{runID: runID, pool: pool, log: log, exec: exec, profiles: o.Profiles,
 		authoredOK: o.AuthoredProfiles, authorizeHook: o.AuthorizeSpawn != nil, check: o.Deliverable,
+		finalizer: o.Finalizer, finalizerTimeout: o.FinalizerTimeout, authorizeMessage: o.AuthorizeMessage,
 		logger: logger, now: now, workers: map[NodeID]*worker{}, ctl: newControl(runDir, ctx.Value(noControlScanKey{}) != nil),
 		lenses: lenses, analysts: map[NodeID]analystOf{}, afterSettle: o.AfterSettle, requested: map[string]bool{},
 		analystModel: o.AnalystModel, analystStops: map[NodeID]string{},
@@ -1148,9 +1177,6 @@ func (c *Coordinator) finish(ctx context.Context, report BrainReport, driveErr e
 	}
 
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	var best *WorkerSummary
-	bestScore := math.Inf(-1)
 	nodes := c.scope.Nodes()
 	if len(nodes) > 0 {
 		res.Tree = make([]WorkerSummary, 0, len(nodes))
@@ -1162,24 +1188,35 @@ func (c *Coordinator) finish(ctx context.Context, report BrainReport, driveErr e
 		}
 		res.Tree = append(res.Tree, ws)
 	}
-	for i := range res.Tree {
-		ws := &res.Tree[i]
-		if !ws.Delivered || ws.State != StateDone || ws.Parent != c.scope.Root() {
-			// A nested manager's children are its candidates, not the
-			// root's: the root's finalizer picks among its own children.
-			continue
-		}
-		score := 1.0
-		if ws.Verdict != nil && ws.Verdict.Score != nil {
-			score = *ws.Verdict.Score
-		}
-		if best == nil || score > bestScore {
-			best, bestScore = ws, score
-		}
-	}
+	cands := c.candidatesLocked(res.Tree)
+	ended := c.tripped != nil || c.abortWhy != ""
+	c.mu.Unlock()
 
 	cancelled := ctx.Err() != nil
 	runCancel := c.appliedRunCancel()
+	if ps := c.progress.stop(); ps != nil {
+		// The stop rule ended the run before anything else did (it reads
+		// only while nothing had): a cancellation that came after, while
+		// the workers settled, does not make it cancelled or aborted (the
+		// first end decides). The run ends as a stopped manager's does.
+		res.ProgressStop = ps
+		cancelled, runCancel = false, nil
+	}
+	var winner *Winner
+	if !ended && runCancel == nil && !cancelled {
+		// The finalizer picks among the candidates only for a run no
+		// lifecycle cause ended (it runs outside c.mu: it is the
+		// caller's code). Its failure is the brain's: driver-failed
+		// unless a lifecycle cause outranks it.
+		var ferr error
+		winner, res.FinalizerNote, ferr = c.finalize(ctx, cands, res.Tree)
+		if ferr != nil && driveErr == nil {
+			driveErr = ferr
+		}
+	}
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if k := res.Continuation; k != nil {
 		// What closed the driver loop (the reference's closedBy and
 		// stopReason), read under mu.
@@ -1191,14 +1228,6 @@ func (c *Coordinator) finish(ctx context.Context, report BrainReport, driveErr e
 		case ps != nil:
 			k.ClosedBy, k.StopReason = ClosedByStopRule, ps.Reason
 		}
-	}
-	if ps := c.progress.stop(); ps != nil {
-		// The stop rule ended the run before anything else did (it reads
-		// only while nothing had): a cancellation that came after, while
-		// the workers settled, does not make it cancelled or aborted (the
-		// first end decides). The run ends as a stopped manager's does.
-		res.ProgressStop = ps
-		cancelled, runCancel = false, nil
 	}
 	switch {
 	case c.tripped != nil:
@@ -1226,12 +1255,8 @@ func (c *Coordinator) finish(ctx context.Context, report BrainReport, driveErr e
 		// cause, so the run reads as interrupted (OutcomeRecord.Interrupted).
 		res.Status, res.Reason = StatusNoWinner, ReasonAborted
 		res.Cancellation = &Cancellation{Source: CancelSourceContext, Reason: context.Cause(ctx).Error()}
-	case c.submitted != nil:
-		res.Status, res.Winner = StatusWinner, c.submitted
-	case best != nil:
-		w := c.workers[best.ID]
-		res.Status = StatusWinner
-		res.Winner = &Winner{Node: best.ID, Text: w.text, Output: w.output, OutRef: w.outRef, Verdict: w.verdict}
+	case winner != nil:
+		res.Status, res.Winner = StatusWinner, winner
 	case c.exhausted || errors.Is(driveErr, ledger.ErrExhausted) || budgetStop(driveErr):
 		res.Status, res.Reason = StatusNoWinner, ReasonBudgetExhausted
 	case driveErr != nil && downWhileDriving == 0:
@@ -1239,6 +1264,11 @@ func (c *Coordinator) finish(ctx context.Context, report BrainReport, driveErr e
 		res.Error = &DriverError{Name: errorName(driveErr), Message: driveErr.Error()}
 	default:
 		res.Status, res.Reason = StatusNoWinner, ReasonAllChildrenDown
+	}
+	switch res.Reason {
+	case ReasonAllChildrenDown, ReasonBudgetExhausted, ReasonDriverFailed:
+	default:
+		res.FinalizerNote = "" // a lifecycle cause that came meanwhile ended the run
 	}
 	return res
 }
