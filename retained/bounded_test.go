@@ -167,15 +167,21 @@ func hangingEvents(t *testing.T) func(iter.Seq2[contract.EnvironmentEvent, error
 // quietEvents makes a session's event stream end without a word when its
 // context ends, before the run ended: a stream that returns is not the
 // run's end.
-func quietEvents(ctx context.Context) func(iter.Seq2[contract.EnvironmentEvent, error]) iter.Seq2[contract.EnvironmentEvent, error] {
+//
+// The context is read when a stream starts (ctx): a test sets the
+// caller's context once its run has finished, so that a slow run on a
+// loaded machine does not spend the caller's wait before the events are
+// read.
+func quietEvents(ctx func() context.Context) func(iter.Seq2[contract.EnvironmentEvent, error]) iter.Seq2[contract.EnvironmentEvent, error] {
 	return func(in iter.Seq2[contract.EnvironmentEvent, error]) iter.Seq2[contract.EnvironmentEvent, error] {
 		return func(yield func(contract.EnvironmentEvent, error) bool) {
+			done := ctx().Done()
 			for ev, err := range in {
 				if !yield(ev, err) {
 					return
 				}
 			}
-			<-ctx.Done()
+			<-done
 		}
 	}
 }
@@ -233,14 +239,30 @@ func TestEventsEndWhenTheCallerStops(t *testing.T) {
 	})
 	t.Run("quiet end", func(t *testing.T) {
 		ctx := testCtx(t)
+		// While the run runs, its stream ends as a plain one does; the
+		// caller's wait starts once it finished.
+		var mu sync.Mutex
+		ended, end := context.WithCancel(ctx)
+		end()
+		current := ended
+		w := &wrapped{Provider: scripted.New(script(0), scripted.Options{}), events: quietEvents(func() context.Context {
+			mu.Lock()
+			defer mu.Unlock()
+			return current
+		})}
+		run := finished(t, ctx, w, storetest.SQLite(t)(t), "key-quiet")
 		stop, cancel := context.WithTimeout(ctx, wait)
 		defer cancel()
-		w := &wrapped{Provider: scripted.New(script(0), scripted.Options{}), events: quietEvents(stop)}
-		run := finished(t, ctx, w, storetest.SQLite(t)(t), "key-quiet")
+		mu.Lock()
+		current = stop
+		mu.Unlock()
 		got, err := collect(t, stop, run, retained.Cursor{})
 		stopped, ok := errors.AsType[*retained.EventsStoppedError](err)
 		if !ok || !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("%d events, then %v; want an *EventsStoppedError: a stream that ended with the caller's context is not the run's end", len(got), err)
+		}
+		if len(got) == 0 {
+			t.Fatalf("no events before the stop %v; want the run's events first", err)
 		}
 		if diff := cmp.Diff(got[len(got)-1].After(), stopped.After); diff != "" {
 			t.Errorf("stop cursor (-want +got):\n%s", diff)
