@@ -76,43 +76,25 @@ func (c *Coordinator) authorizeDown(ctx context.Context, m DownMessage) (string,
 	}
 	actx, cancel := context.WithTimeout(ctx, DefaultAuthorizeMessageTimeout)
 	defer cancel()
-	type answer struct {
-		msg string
-		err error
-	}
-	done := make(chan answer, 1)
-	go func() {
-		defer func() {
-			if p := recover(); p != nil {
-				done <- answer{err: &MessageRefusedError{Worker: m.WorkerID, Reason: fmt.Sprintf("the authorization hook panicked: %v", p)}}
-			}
-		}()
-		msg, err := f(actx, m)
-		if err != nil {
-			err = &MessageRefusedError{Worker: m.WorkerID, Reason: err.Error(), Err: err}
-		}
-		done <- answer{msg, err}
-	}()
-	var a answer
-	select {
-	case a = <-done:
-	case <-actx.Done():
-		select {
-		case a = <-done:
-		default:
-			a.err = &MessageRefusedError{Worker: m.WorkerID, Reason: fmt.Sprintf("the authorization hook did not answer: %v", context.Cause(actx))}
-		}
+	a, answered := callHook(actx, func(ctx context.Context) (string, error) { return f(ctx, m) })
+	switch {
+	case !answered:
+		a.err = &MessageRefusedError{Worker: m.WorkerID, Reason: fmt.Sprintf("the authorization hook did not answer: %v", context.Cause(actx))}
+	case a.panic != nil:
+		a.err = &MessageRefusedError{Worker: m.WorkerID, Reason: fmt.Sprintf("the authorization hook panicked: %v", a.panic)}
+	case a.err != nil:
+		a.err = &MessageRefusedError{Worker: m.WorkerID, Reason: a.err.Error(), Err: a.err}
 	}
 	if a.err != nil {
 		c.logger.Info("supervise: a message down to a worker was refused", "worker", m.WorkerID, "kind", m.Kind, "err", a.err)
 		return "", a.err
 	}
 	if m.Kind == DownSteer {
-		if err := checkSteerMessage(a.msg); err != nil {
+		if err := checkSteerMessage(a.v); err != nil {
 			return "", &MessageRefusedError{Worker: m.WorkerID, Reason: "the authorized instruction " + err.Error()}
 		}
 	}
-	return a.msg, nil
+	return a.v, nil
 }
 
 // authorizeSteer authorizes the steer req to dest.

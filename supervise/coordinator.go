@@ -1165,31 +1165,17 @@ func (c *Coordinator) runCheck(ctx context.Context, out Output) (kernel.Verdict,
 	}
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	type answer struct {
-		v   kernel.Verdict
-		err error
-	}
-	done := make(chan answer, 1)
-	go func() {
-		var a answer
-		defer func() {
-			if p := recover(); p != nil {
-				a = answer{err: fmt.Errorf("supervise: the deliverable check panicked: %v", p)}
-			}
-			done <- a
-		}()
-		a.v, a.err = c.check.Check(ctx, out)
-	}()
-	select {
-	case a := <-done:
-		if a.err == nil && a.v.Score != nil && (math.IsNaN(*a.v.Score) || math.IsInf(*a.v.Score, 0)) {
-			// Not a score any finalizer can rank, nor any journal keep.
-			return kernel.Verdict{}, fmt.Errorf("supervise: the deliverable check returned the non-finite score %v", *a.v.Score)
-		}
-		return a.v, a.err
-	case <-ctx.Done():
+	a, answered := callHook(ctx, func(ctx context.Context) (kernel.Verdict, error) { return c.check.Check(ctx, out) })
+	switch {
+	case !answered:
 		return kernel.Verdict{}, fmt.Errorf("supervise: the deliverable check did not answer within %s", limit)
+	case a.panic != nil:
+		return kernel.Verdict{}, fmt.Errorf("supervise: the deliverable check panicked: %v", a.panic)
+	case a.err == nil && a.v.Score != nil && (math.IsNaN(*a.v.Score) || math.IsInf(*a.v.Score, 0)):
+		// Not a score any finalizer can rank, nor any journal keep.
+		return kernel.Verdict{}, fmt.Errorf("supervise: the deliverable check returned the non-finite score %v", *a.v.Score)
 	}
+	return a.v, a.err
 }
 
 // AwaitArgs are await_event's arguments.

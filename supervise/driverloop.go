@@ -947,25 +947,9 @@ func (c *Coordinator) observeAttempt(ctx context.Context, observe func(DriverAtt
 // false when ctx ended first (the hook is then abandoned, as a check
 // that does not answer is). A panic in the hook is its error.
 func onUnmet(ctx context.Context, hook func(context.Context, UnmetContract) (UnmetDecision, error), u UnmetContract) (UnmetDecision, bool, error) {
-	type answer struct {
-		d   UnmetDecision
-		err error
+	a, answered := callHook(ctx, func(ctx context.Context) (UnmetDecision, error) { return hook(ctx, u) })
+	if a.panic != nil {
+		return UnmetDecision{}, answered, fmt.Errorf("panicked: %v", a.panic)
 	}
-	done := make(chan answer, 1)
-	go func() {
-		var a answer
-		defer func() {
-			if p := recover(); p != nil {
-				a = answer{err: fmt.Errorf("panicked: %v", p)}
-			}
-			done <- a
-		}()
-		a.d, a.err = hook(ctx, u)
-	}()
-	select {
-	case a := <-done:
-		return a.d, true, a.err
-	case <-ctx.Done():
-		return UnmetDecision{}, false, nil
-	}
+	return a.v, answered, a.err
 }

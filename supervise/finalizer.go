@@ -144,48 +144,30 @@ func (c *Coordinator) finalize(ctx context.Context, cands []Candidate, tree []Wo
 	}
 	fctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	type chosen struct {
-		id  NodeID
-		err error
-	}
-	done := make(chan chosen, 1)
 	in := FinalizeInput{RunID: c.runID, Candidates: append([]Candidate(nil), cands...), Tree: append([]WorkerSummary(nil), tree...)}
-	go func() {
-		defer func() {
-			if p := recover(); p != nil {
-				done <- chosen{err: &FinalizerError{Panic: p}}
-			}
-		}()
-		id, err := f(fctx, in)
-		if err != nil {
-			err = &FinalizerError{Err: err}
-		}
-		done <- chosen{id: id, err: err}
-	}()
-	var got chosen
-	select {
-	case got = <-done:
-	case <-fctx.Done():
+	got, answered := callHook(fctx, func(ctx context.Context) (NodeID, error) { return f(ctx, in) })
+	switch {
+	case !answered:
 		// A finalizer that ignores its context is not waited for.
-		select {
-		case got = <-done:
-		default:
-			got = chosen{err: &FinalizerError{Timeout: timeout}}
-		}
+		got.err = &FinalizerError{Timeout: timeout}
+	case got.panic != nil:
+		got.err = &FinalizerError{Panic: got.panic}
+	case got.err != nil:
+		got.err = &FinalizerError{Err: got.err}
 	}
 	if got.err != nil {
 		c.logger.Error("supervise: the finalizer failed", "err", got.err)
 		return nil, "", got.err
 	}
-	if got.id == "" {
+	if got.v == "" {
 		return nil, "the finalizer chose no candidate", nil
 	}
 	for _, cd := range cands {
-		if cd.Node == got.id {
+		if cd.Node == got.v {
 			return &Winner{Node: cd.Node, Text: cd.Text, Output: cd.Output, OutRef: cd.OutRef, Verdict: cd.Verdict, Submitted: cd.Submitted}, "", nil
 		}
 	}
-	note := fmt.Sprintf("the finalizer chose %s, which is no candidate (not a delivered child of the root, nor the submitted result)", got.id)
-	c.logger.Warn("supervise: "+note, "node", got.id)
+	note := fmt.Sprintf("the finalizer chose %s, which is no candidate (not a delivered child of the root, nor the submitted result)", got.v)
+	c.logger.Warn("supervise: "+note, "node", got.v)
 	return nil, note, nil
 }
