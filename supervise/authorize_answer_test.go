@@ -61,3 +61,36 @@ func TestAuthorizeMessageRefusedAnswerLeavesTheQuestionOpen(t *testing.T) {
 		t.Errorf("%s %s", res.Status, res.Reason)
 	}
 }
+
+// §3.6 authorizeMessage with resume: a resumed manager that calls
+// answer_question again with the answer it gave before (a replay-safe
+// manager re-runs its calls) is told it was delivered (replayed) — the
+// answer the hook narrowed is the same decision, not already-decided.
+func TestAuthorizeMessageNarrowedAnswerReplaysOnResume(t *testing.T) {
+	dir := t.TempDir()
+	narrow := func(_ context.Context, m supervise.DownMessage) (string, error) {
+		return strings.TrimPrefix(m.Instruction, "narrow: "), nil
+	}
+	var replies []map[string]any
+	brain := func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		tool(t, ctx, c, supervise.VerbSpawnWorker, spawnArgs("paint the door"))
+		if len(replies) == 0 {
+			tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"question"}, "timeoutMs": 60000})
+		}
+		replies = append(replies, tool(t, ctx, c, supervise.VerbAnswerQuestion, map[string]any{"questionId": "q1", "answer": "narrow: red"}))
+		return supervise.BrainReport{}, nil
+	}
+	for i := range 2 {
+		o := baseOptions(t, askingExecutor, nil)
+		o.RunDir, o.Resume, o.Brain, o.AuthorizeMessage = dir, i == 1, supervise.BrainFunc(brain), narrow
+		if _, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(replies) != 2 || replies[0]["delivered"] != true {
+		t.Fatalf("replies %v", replies)
+	}
+	if replies[1]["delivered"] != true || replies[1]["replayed"] != true {
+		t.Errorf("the resumed manager's same answer: %v, want delivered and replayed", replies[1])
+	}
+}
