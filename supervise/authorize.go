@@ -62,8 +62,9 @@ func (e *MessageRefusedError) Unwrap() error { return e.Err }
 
 // authorizeDown passes m through Options.AuthorizeMessage: the
 // instruction to deliver (m's own without a hook, else the hook's,
-// possibly narrowed), or a *MessageRefusedError. The hook's answer is
-// held to the bound every steer has (1..64 KiB of UTF-8).
+// possibly narrowed), or a *MessageRefusedError. An empty answer from
+// the hook refuses the message; a steer's is held to the bound every
+// steer has (1..64 KiB of UTF-8).
 func (c *Coordinator) authorizeDown(ctx context.Context, m DownMessage) (string, error) {
 	f := c.authorizeMessage
 	if f == nil {
@@ -89,7 +90,13 @@ func (c *Coordinator) authorizeDown(ctx context.Context, m DownMessage) (string,
 		c.logger.Info("supervise: a message down to a worker was refused", "worker", m.WorkerID, "kind", m.Kind, "err", a.err)
 		return "", a.err
 	}
-	if m.Kind == DownSteer {
+	switch {
+	case a.v == "":
+		// Nothing authorized is nothing to deliver: a refusal, not an
+		// empty message (an empty answer would decide nothing, and
+		// answer_question would blame the manager's arguments).
+		return "", &MessageRefusedError{Worker: m.WorkerID, Reason: "the authorization hook returned no instruction"}
+	case m.Kind == DownSteer:
 		if err := checkSteerMessage(a.v); err != nil {
 			return "", &MessageRefusedError{Worker: m.WorkerID, Reason: "the authorized instruction " + err.Error()}
 		}

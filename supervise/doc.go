@@ -401,7 +401,7 @@
 // down to a worker, whichever way it came (steer_agent, a root steer, a
 // run dir steer request, a graph's routed finding, answer_question): it
 // sees a DownMessage before delivery and returns the text to deliver,
-// possibly narrowed, or an error. A refused steer is journaled as
+// possibly narrowed, or an error (an empty text refuses too). A refused steer is journaled as
 // requested and acknowledged refused ("not authorized: ..."), which
 // steer_agent's result and agentrt steer say; a refused answer is
 // answer_question's refusal message-not-authorized. A hook that panics or

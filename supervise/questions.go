@@ -390,21 +390,30 @@ func (c *Coordinator) AnswerQuestion(ctx context.Context, a AnswerArgs) (AnswerR
 		// An answer is a message down to its asker: the product's
 		// authority sees it first (Options.AuthorizeMessage), and a
 		// refused one decides nothing.
+		// An answer an earlier process delivered is authorized again
+		// too: a resumed manager re-sends what it proposed, and the
+		// decision journaled is what the hook narrowed it to, so only
+		// the narrowed text is the same decision (replayed).
 		var asker NodeID
+		replay := false
 		c.mu.Lock()
 		for _, q := range c.questionsByID[a.QuestionID] {
-			if q.to == c.self && q.decision == nil {
-				asker = q.From
+			if q.to == c.self && (q.decision == nil || q.earlier && q.decision.Kind == "answer") {
+				asker, replay = q.From, q.decision != nil
 			}
 		}
 		c.mu.Unlock()
 		if asker != "" {
 			answer, err := c.authorizeDown(ctx, DownMessage{Kind: DownAnswer, WorkerID: asker, Source: "answer_question",
 				Instruction: a.Answer, QuestionID: a.QuestionID})
-			if err != nil {
+			switch {
+			case err == nil:
+				a.Answer = answer
+			case !replay:
 				return AnswerResult{}, &VerbRefusal{Code: "message-not-authorized", Reason: err.Error()}
 			}
-			a.Answer = answer
+			// A replay the hook now refuses is no decision of this
+			// process: decide reports the question already decided.
 		}
 	}
 	res, d, from, then, err := c.decide(a)

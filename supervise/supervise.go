@@ -98,7 +98,7 @@ type Options struct {
 	// (WriteWorkerSteer, agentrt steer), a finding a graph routes into
 	// a worker, and an answer_question answer. It returns the
 	// instruction to deliver, possibly narrowed, or an error refusing
-	// it: a refused steer is acknowledged refused with the reason
+	// it (so does an empty instruction): a refused steer is acknowledged refused with the reason
 	// ("not authorized: ..."), which steer_agent's result carries, and
 	// a refused answer is answer_question's refusal
 	// (message-not-authorized); neither is delivered. A hook that
