@@ -58,8 +58,10 @@ type FinalizeInput struct {
 // (Options.FinalizerTimeout) fails the run as a failed brain does:
 // no-winner driver-failed with a *FinalizerError, outranked by the same
 // lifecycle causes. A finalizer runs once, at the run's end, only when
-// the run has a candidate and no abort, cancellation, breaker trip or
-// passed deadline ended it. It must not call the run's Coordinator.
+// the run has a candidate and no abort, cancellation or breaker trip
+// ended it: a run its deadline or its stop rule (Options.StopRule)
+// ended still finalizes, and a worker that delivered before wins it. It
+// must not call the run's Coordinator.
 type Finalizer func(ctx context.Context, in FinalizeInput) (NodeID, error)
 
 // DefaultFinalizer is the finalizer a run without Options.Finalizer

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/supervise"
@@ -75,5 +76,39 @@ func finalizeResumed(t *testing.T, brain supervise.Brain) {
 	}
 	if res.Status != supervise.StatusWinner || res.Winner == nil || res.Winner.Node != "run1:s1" || res.Winner.Text != "alpha: DONE" {
 		t.Errorf("%s %s %+v; want alpha (run1:s1) the winner", res.Status, res.Reason, res.Winner)
+	}
+}
+
+// A run its deadline ended still finalizes (§3.6: the deadline is a
+// budget end, not an abort): a worker that delivered before it is a
+// candidate, the finalizer is asked once, and its choice wins.
+func TestFinalizerRunsWhenTheDeadlineEndedTheRun(t *testing.T) {
+	gate := &gateExecutor{release: make(chan struct{})}
+	close(gate.release)
+	o := baseOptions(t, gate, nil)
+	o.Deadline = time.Now().Add(1500 * time.Millisecond)
+	var calls atomic.Int32
+	o.Finalizer = func(_ context.Context, in supervise.FinalizeInput) (supervise.NodeID, error) {
+		calls.Add(1)
+		if len(in.Candidates) != 1 {
+			t.Errorf("candidates %+v, want the one delivered worker", in.Candidates)
+			return "", nil
+		}
+		return in.Candidates[0].Node, nil
+	}
+	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		tool(t, ctx, c, supervise.VerbSpawnWorker, spawnArgs("write alpha"))
+		if ev, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60_000}); err != nil || ev.Event == nil {
+			t.Errorf("await: %+v %v", ev, err)
+		}
+		<-ctx.Done() // the manager goes on until the deadline ends it
+		return supervise.BrainReport{}, context.Cause(ctx)
+	})
+	res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != supervise.StatusWinner || res.Winner == nil || res.Winner.Node != "run1:s1" || calls.Load() != 1 {
+		t.Errorf("status %s reason %s winner %+v, finalizer asked %d times; want run1:s1 chosen once", res.Status, res.Reason, res.Winner, calls.Load())
 	}
 }
