@@ -170,12 +170,15 @@ func (p Plateau) Rule() (StopRule, error) {
 		minSettles = p.Window
 	}
 	return func(v ProgressView) StopDecision {
-		if v.Settles < minSettles || v.Settles < p.Window {
+		if v.Settles < minSettles || len(v.Curve) < p.Window {
 			return StopDecision{}
 		}
-		end, from := v.Curve[len(v.Curve)-1], v.Curve[len(v.Curve)-p.Window]
+		// The rise is measured from the best before the window: nothing
+		// when the window holds the run's first settlement, so a first
+		// delivery is a rise.
+		end := v.Curve[len(v.Curve)-1]
+		var from *float64
 		if len(v.Curve) > p.Window {
-			// The best before the window: the rise is measured from it.
 			from = v.Curve[len(v.Curve)-p.Window-1]
 		}
 		rose := end != nil && (from == nil || *end-*from > p.MinDelta)

@@ -68,6 +68,7 @@ func TestStopRulesDecideOnProgress(t *testing.T) {
 	noImprove2 := must(supervise.NoProgressFor{Settles: 2}.Rule())
 	idle := must(supervise.NoProgressFor{Within: time.Minute}.Rule())
 	plateau := must(supervise.Plateau{Window: 2, MinDelta: 0.1}.Rule())
+	plateau1 := must(supervise.Plateau{Window: 1}.Rule())
 	stalled := must(supervise.AllWorkersStalled{MinWorkers: 2}.Rule())
 	idleMS := int64(180_000)
 	stalledWorker := supervise.LiveWorker{Node: "r:s9", Progress: supervise.WorkerProgress{Stalled: true, IdleMS: &idleMS}}
@@ -89,6 +90,13 @@ func TestStopRulesDecideOnProgress(t *testing.T) {
 		{"plateau rising", plateau, view(at, f64(0.1), f64(0.2), f64(0.5)), false, ""},
 		{"plateau flat", plateau, view(at, f64(0.5), f64(0.55), f64(0.6)), true, "plateau: the best objective rose by at most 0.1 over the last 2 settlements, best 0.6"},
 		{"plateau of nothing", plateau, view(at, nil, nil), true, "plateau: the best objective rose by at most 0.1 over the last 2 settlements, best none"},
+		// The window's first settlement is measured from the best before
+		// it: nothing, when it is the run's first. A first delivery is a
+		// rise; the reference (plateauLength) never fires on a window
+		// that holds the first settlement.
+		{"plateau: the first delivery rose", plateau, view(at, f64(0.5), f64(0.5)), false, ""},
+		{"plateau of one: the first delivery rose", plateau1, view(at, f64(0.5)), false, ""},
+		{"plateau of one: flat after it", plateau1, view(at, f64(0.5), f64(0.5)), true, "plateau: the best objective rose by at most 0 over the last 1 settlements, best 0.5"},
 		{"one stalled of two needed", stalled, supervise.ProgressView{Workers: []supervise.LiveWorker{stalledWorker}}, false, ""},
 		{"all stalled", stalled, supervise.ProgressView{Workers: []supervise.LiveWorker{stalledWorker, stalledWorker}}, true, "all-stalled: 2 running workers idle, the longest 180000ms"},
 		{"one not stalled", stalled, supervise.ProgressView{Workers: []supervise.LiveWorker{stalledWorker, {Node: "r:s8"}}}, false, ""},
