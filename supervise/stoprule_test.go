@@ -357,3 +357,70 @@ func TestOnProgressStopNeedsStopRule(t *testing.T) {
 		t.Fatalf("%v, want ErrInvalidOptions", err)
 	}
 }
+
+// §3.6 stopRule, onProgressStop: both are the caller's code, called on
+// the run's settlement path, so neither may take the run down or hold it
+// open. A rule that panics or does not answer within its bound is read
+// no more (logged; the run keeps its ceilings and ends on its own, no
+// progress stop); an OnProgressStop that panics or blocks is not waited
+// for past its bound, and the stop it is told of still ends the run.
+func TestStopRuleAndOnProgressStopPanicOrBlockAreBounded(t *testing.T) {
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	const bound = 300 * time.Millisecond
+	for _, tc := range []struct {
+		name     string
+		rule     func(calls *atomic.Int64) supervise.StopRule
+		notify   func(string)
+		stopped  bool
+		maxCalls int64
+	}{
+		{"rule panics", func(calls *atomic.Int64) supervise.StopRule {
+			return func(supervise.ProgressView) supervise.StopDecision { calls.Add(1); panic("the caller's rule broke") }
+		}, nil, false, 1},
+		{"rule blocks", func(calls *atomic.Int64) supervise.StopRule {
+			return func(supervise.ProgressView) supervise.StopDecision { calls.Add(1); <-release; return supervise.StopDecision{Stop: true} }
+		}, nil, false, 1},
+		{"OnProgressStop blocks", func(calls *atomic.Int64) supervise.StopRule {
+			return func(supervise.ProgressView) supervise.StopDecision {
+				calls.Add(1)
+				return supervise.StopDecision{Stop: true, Reason: "enough"}
+			}
+		}, func(string) { <-release }, true, 1},
+		{"OnProgressStop panics", func(calls *atomic.Int64) supervise.StopRule {
+			return func(supervise.ProgressView) supervise.StopDecision {
+				calls.Add(1)
+				return supervise.StopDecision{Stop: true, Reason: "enough"}
+			}
+		}, func(string) { panic("the caller's notifier broke") }, true, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var runs, calls atomic.Int64
+			brain := &settleLoop{t: t, tasks: []string{"half 1", "half 2", "half 3"}}
+			o := baseOptions(t, progressExecutor{runs: &runs}, nil)
+			o.RunDir, o.Brain, o.StopRule, o.OnProgressStop = t.TempDir(), brain, tc.rule(&calls), tc.notify
+			ctx, cancel := context.WithTimeout(supervise.WithStopRuleTimeout(context.Background(), bound), time.Minute)
+			defer cancel()
+			start := time.Now()
+			res, err := supervise.Supervise(ctx, managerProfile(t, supervise.VerbSpawnWorker, supervise.VerbAwaitEvent), "t", o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if took := time.Since(start); took > 20*time.Second {
+				t.Errorf("the run took %v", took)
+			}
+			if n := calls.Load(); n < 1 || n > tc.maxCalls {
+				t.Errorf("the rule was read %d times, want 1..%d", n, tc.maxCalls)
+			}
+			if tc.stopped {
+				if res.ProgressStop == nil || res.ProgressStop.Reason != "enough" || brain.refused["error"] != string(supervise.CodeScopeAborted) {
+					t.Errorf("progress stop %+v, refused %v; want the stop to end the run", res.ProgressStop, brain.refused)
+				}
+				return
+			}
+			if res.ProgressStop != nil || brain.refused != nil || brain.settled != len(brain.tasks) {
+				t.Errorf("progress stop %+v, refused %v, %d settled; want the run to go on without its rule", res.ProgressStop, brain.refused, brain.settled)
+			}
+		})
+	}
+}
