@@ -379,7 +379,11 @@ func TestStopRuleAndOnProgressStopPanicOrBlockAreBounded(t *testing.T) {
 			return func(supervise.ProgressView) supervise.StopDecision { calls.Add(1); panic("the caller's rule broke") }
 		}, nil, false, 1},
 		{"rule blocks", func(calls *atomic.Int64) supervise.StopRule {
-			return func(supervise.ProgressView) supervise.StopDecision { calls.Add(1); <-release; return supervise.StopDecision{Stop: true} }
+			return func(supervise.ProgressView) supervise.StopDecision {
+				calls.Add(1)
+				<-release
+				return supervise.StopDecision{Stop: true}
+			}
 		}, nil, false, 1},
 		{"OnProgressStop blocks", func(calls *atomic.Int64) supervise.StopRule {
 			return func(supervise.ProgressView) supervise.StopDecision {
