@@ -691,7 +691,12 @@
 // not its answer — its loop runs the call again — gets the journaled
 // outcome back, and a call whose outcome was never journaled is answered
 // in doubt, not run again: the caller's function acts at most once
-// (TestExtraToolCallActsOnceAcrossResume).
+// (TestExtraToolCallActsOnceAcrossResume). Only such a re-run call reads
+// the journal: a call whose id the provider reused (or gave none) is a
+// call of its own and runs (TestExtraToolCallsSharingAnIDEachRun). Run's
+// panic is the call's journaled error, and a call still running when its
+// context ends is not waited for, left in doubt
+// (TestExtraToolThatBlocksIsBoundedByTheRun).
 //
 // Above it, package graph interprets one supervised run as a fixed
 // topology (runGraph) and keeps its edge ledger in this run's journal
