@@ -215,3 +215,29 @@ func TestExtraToolThatBlocksIsBoundedByTheRun(t *testing.T) {
 		t.Errorf("the blocked call was journaled done:\n%s", journal)
 	}
 }
+
+// An extra tool that panics fails its call, the run goes on, and the
+// panic is the call's journaled outcome (a resume does not read it in
+// doubt).
+func TestExtraToolPanicIsTheCallsJournaledError(t *testing.T) {
+	var workers atomic.Int64
+	manager := scripted.NewChatModel(scripted.ChatScript{Turns: []scripted.ChatTurn{
+		turn(lookupCall("x1"), managerUsage(10, 5, 0.0001)),
+		turn(scripted.Text("went on"), managerUsage(10, 5, 0.0001)),
+	}})
+	var seen []string
+	o := baseOptions(t, progressExecutor{runs: &workers}, recordingModel{inner: manager, seen: &seen})
+	o.RunDir = t.TempDir()
+	o.ExtraTools = []contract.Tool{{Name: "lookup", Description: "look a fact up",
+		Run: func(context.Context, canonjson.Value) (canonjson.Value, error) { panic("the caller's tool broke") }}}
+	res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.BrainText != "went on" || !strings.Contains(strings.Join(seen, "\n"), "the tool panicked: the caller's tool broke") {
+		t.Errorf("brain said %q, read %q; want the panic as the call's failure", res.BrainText, seen)
+	}
+	if journal := string(readJournal(t, o.RunDir)); !strings.Contains(journal, `"kind":"`+supervise.KindExtraToolDone+`","label":"lookup","reason":"the tool panicked: the caller's tool broke"`) {
+		t.Errorf("the journal does not hold the panic as the call's outcome:\n%s", journal)
+	}
+}
