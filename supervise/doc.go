@@ -652,7 +652,11 @@
 // each settlement of a root worker (every brain; the reference's harness
 // arm reads it there), and before each router-brain model turn after the
 // first (the reference's router driver's stopBefore); it is pure, and
-// never a timer. It only adds a stop: it is read only while the manager
+// never a timer. It is the caller's code, so each call (and
+// OnProgressStop's) is bounded by DefaultStopRuleTimeout: a rule that
+// panics or has not answered is no stop and is read no more (logged; the
+// ceilings still bound the run), an OnProgressStop that has not returned
+// is not waited for. It only adds a stop: it is read only while the manager
 // drives and nothing else ended it (Stop, an abort, a cancellation, the
 // deadline, a trip). When it stops, the stop is journaled
 // (KindProgressStopped, its reason and time) before it acts,
@@ -687,7 +691,12 @@
 // not its answer — its loop runs the call again — gets the journaled
 // outcome back, and a call whose outcome was never journaled is answered
 // in doubt, not run again: the caller's function acts at most once
-// (TestExtraToolCallActsOnceAcrossResume).
+// (TestExtraToolCallActsOnceAcrossResume). Only such a re-run call reads
+// the journal: a call whose id the provider reused (or gave none) is a
+// call of its own and runs (TestExtraToolCallsSharingAnIDEachRun). Run's
+// panic is the call's journaled error, and a call still running when its
+// context ends is not waited for, left in doubt
+// (TestExtraToolThatBlocksIsBoundedByTheRun).
 //
 // Above it, package graph interprets one supervised run as a fixed
 // topology (runGraph) and keeps its edge ledger in this run's journal

@@ -1,6 +1,9 @@
 package supervise
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // WithoutControlScan returns a context on which Supervise leaves its run
 // dir's steer and cancel requests to run end, so tests can observe their
@@ -21,4 +24,11 @@ func WithUnsyncedJournal(ctx context.Context) context.Context {
 // interfaces: its appends go through Append).
 func WithSpawnLogWrapper(ctx context.Context, wrap func(SpawnLog) SpawnLog) context.Context {
 	return context.WithValue(ctx, spawnLogWrapKey{}, wrap)
+}
+
+// WithStopRuleTimeout returns a context on which Supervise bounds each
+// call of its StopRule and OnProgressStop by d instead of
+// DefaultStopRuleTimeout.
+func WithStopRuleTimeout(ctx context.Context, d time.Duration) context.Context {
+	return context.WithValue(ctx, stopRuleTimeoutKey{}, d)
 }

@@ -80,17 +80,30 @@ var errExtraInDoubt = errors.New("supervise: this call of the tool started in an
 // journaledExtraTool wraps t so that each call is journaled before it
 // runs (KindExtraToolCalled) and its outcome after (KindExtraToolDone),
 // keyed by the tool and the call's id: a resumed manager whose journaled
-// transcript holds the call but not its result (the loop runs it again)
-// gets the journaled outcome back without running it again, and a call
-// whose outcome was never journaled is answered in doubt, not run again —
-// each call acts at most once.
+// transcript holds the call but not its result (the loop runs it again:
+// rerunCalls) gets the journaled outcome back without running it again,
+// and a call whose outcome was never journaled is answered in doubt, not
+// run again — each call acts at most once. Only such a re-run call reads
+// the journal: a call id the provider reused (or gave none, the loop's
+// "call_<tool>") names a call of its own, which runs. Run is the
+// caller's code: its panic is the call's error (journaled), and a call
+// still running when its context ends is not waited for (left in doubt:
+// it may still act).
 func (c *Coordinator) journaledExtraTool(t contract.Tool) contract.Tool {
 	run, name := t.Run, t.Name
 	t.Run = func(ctx context.Context, args canonjson.Value) (canonjson.Value, error) {
-		key := name + " " + kernel.ToolCallID(ctx)
+		call := kernel.ToolCallID(ctx)
+		key := name + " " + call
 		c.mu.Lock()
-		prior, done := c.extraDone[key]
-		started := c.extraStarted[key]
+		var prior extraOutcome
+		var done, started bool
+		if call != "" && c.rerunCalls[call] {
+			prior, done = c.extraDone[key]
+			started = c.extraStarted[key]
+			if done || started {
+				delete(c.rerunCalls, call)
+			}
+		}
 		c.mu.Unlock()
 		switch {
 		case done && prior.errMsg != "":
@@ -106,7 +119,15 @@ func (c *Coordinator) journaledExtraTool(t contract.Tool) contract.Tool {
 		c.mu.Lock()
 		c.extraStarted[key] = true
 		c.mu.Unlock()
-		out, err := run(ctx, args)
+		a, answered := callHook(ctx, func(ctx context.Context) (canonjson.Value, error) { return run(ctx, args) })
+		if !answered {
+			c.logger.Error("supervise: an extra tool did not return when its call's context ended; its call is in doubt", "tool", name, "call", call)
+			return canonjson.Value{}, fmt.Errorf("supervise: the call was not waited for (it may still act): %w", context.Cause(ctx))
+		}
+		out, err := a.v, a.err
+		if a.panic != nil {
+			out, err = canonjson.Value{}, fmt.Errorf("the tool panicked: %v", a.panic)
+		}
 		rec := Record{Kind: KindExtraToolDone, Key: key, Label: name, Data: out}
 		o := extraOutcome{out: out}
 		if err != nil {

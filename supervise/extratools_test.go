@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
@@ -150,5 +151,93 @@ func TestExtraToolsRefusedAtStart(t *testing.T) {
 				t.Errorf("%v, want ErrInvalidOptions", err)
 			}
 		})
+	}
+}
+
+// A provider that gives no call ids (the tool loop names such a call
+// "call_<tool>") or reuses them makes two different calls of a tool share
+// an id: within one process each is a call of its own and runs; only a
+// call a resumed manager runs again from its journaled transcript gets a
+// journaled outcome back (§3.6 executeExtraTool).
+func TestExtraToolCallsSharingAnIDEachRun(t *testing.T) {
+	var runs, workers atomic.Int64
+	manager := scripted.NewChatModel(scripted.ChatScript{Turns: []scripted.ChatTurn{
+		turn(scripted.Call("", "lookup", `{"q":"alpha"}`), managerUsage(10, 5, 0.0001)),
+		turn(scripted.Call("", "lookup", `{"q":"beta"}`), managerUsage(10, 5, 0.0001)),
+		turn(scripted.Text("looked both up"), managerUsage(10, 5, 0.0001)),
+	}})
+	var seen []string
+	o := baseOptions(t, progressExecutor{runs: &workers}, recordingModel{inner: manager, seen: &seen})
+	o.RunDir, o.ExtraTools = t.TempDir(), []contract.Tool{lookupTool(t, &runs)}
+	res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runs.Load() != 2 || res.BrainText != "looked both up" {
+		t.Errorf("lookup ran %d times, brain said %q; want 2", runs.Load(), res.BrainText)
+	}
+	if all := strings.Join(seen, "\n"); !strings.Contains(all, `"found":"beta"`) {
+		t.Errorf("the manager read %q, want the second call's own answer (beta)", seen)
+	}
+}
+
+// An extra tool is the caller's code: one that ignores its context is
+// not waited for past the run's end (here its deadline); the call is
+// left in doubt, not journaled done (it may still act).
+func TestExtraToolThatBlocksIsBoundedByTheRun(t *testing.T) {
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	var workers atomic.Int64
+	manager := scripted.NewChatModel(scripted.ChatScript{Turns: []scripted.ChatTurn{
+		turn(lookupCall("x1"), managerUsage(10, 5, 0.0001)),
+		turn(scripted.Text("unreached"), managerUsage(10, 5, 0.0001)),
+	}})
+	o := baseOptions(t, progressExecutor{runs: &workers}, manager)
+	o.RunDir = t.TempDir()
+	o.ExtraTools = []contract.Tool{{Name: "lookup", Description: "look a fact up",
+		Run: func(context.Context, canonjson.Value) (canonjson.Value, error) {
+			<-release
+			return canonjson.Value{}, nil
+		}}}
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := supervise.Supervise(ctx, managerProfile(t, supervise.VerbSpawnWorker), "t", o)
+		done <- err
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Supervise did not return 30s after its context ended: it waits on the blocked extra tool")
+	}
+	if journal := string(readJournal(t, o.RunDir)); strings.Contains(journal, supervise.KindExtraToolDone) {
+		t.Errorf("the blocked call was journaled done:\n%s", journal)
+	}
+}
+
+// An extra tool that panics fails its call, the run goes on, and the
+// panic is the call's journaled outcome (a resume does not read it in
+// doubt).
+func TestExtraToolPanicIsTheCallsJournaledError(t *testing.T) {
+	var workers atomic.Int64
+	manager := scripted.NewChatModel(scripted.ChatScript{Turns: []scripted.ChatTurn{
+		turn(lookupCall("x1"), managerUsage(10, 5, 0.0001)),
+		turn(scripted.Text("went on"), managerUsage(10, 5, 0.0001)),
+	}})
+	var seen []string
+	o := baseOptions(t, progressExecutor{runs: &workers}, recordingModel{inner: manager, seen: &seen})
+	o.RunDir = t.TempDir()
+	o.ExtraTools = []contract.Tool{{Name: "lookup", Description: "look a fact up",
+		Run: func(context.Context, canonjson.Value) (canonjson.Value, error) { panic("the caller's tool broke") }}}
+	res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.BrainText != "went on" || !strings.Contains(strings.Join(seen, "\n"), "the tool panicked: the caller's tool broke") {
+		t.Errorf("brain said %q, read %q; want the panic as the call's failure", res.BrainText, seen)
+	}
+	if journal := string(readJournal(t, o.RunDir)); !strings.Contains(journal, `"kind":"`+supervise.KindExtraToolDone+`","label":"lookup","reason":"the tool panicked: the caller's tool broke"`) {
+		t.Errorf("the journal does not hold the panic as the call's outcome:\n%s", journal)
 	}
 }

@@ -91,11 +91,19 @@ type StopDecision struct {
 	Reason string
 }
 
+// DefaultStopRuleTimeout bounds each call of Options.StopRule and
+// Options.OnProgressStop. A rule that panics or has not answered by
+// then is no stop and is read no more (logged: the run goes on within
+// its ceilings); an OnProgressStop that has not returned by then is not
+// waited for.
+const DefaultStopRuleTimeout = 5 * time.Second
+
 // StopRule decides from the run's progress whether the run has stopped
 // getting anywhere. It is called with no lock held, after each
 // settlement of a worker the root manager spawned and, for the router
 // brain, before each of its model turns after the first; it must be
-// quick and must not block. The first decision to stop ends the run.
+// quick and must not block (each call is bounded by
+// DefaultStopRuleTimeout). The first decision to stop ends the run.
 type StopRule func(ProgressView) StopDecision
 
 // ProgressStop is how the run's StopRule ended it: the rule's Reason,
@@ -170,12 +178,15 @@ func (p Plateau) Rule() (StopRule, error) {
 		minSettles = p.Window
 	}
 	return func(v ProgressView) StopDecision {
-		if v.Settles < minSettles || v.Settles < p.Window {
+		if v.Settles < minSettles || len(v.Curve) < p.Window {
 			return StopDecision{}
 		}
-		end, from := v.Curve[len(v.Curve)-1], v.Curve[len(v.Curve)-p.Window]
+		// The rise is measured from the best before the window: nothing
+		// when the window holds the run's first settlement, so a first
+		// delivery is a rise.
+		end := v.Curve[len(v.Curve)-1]
+		var from *float64
 		if len(v.Curve) > p.Window {
-			// The best before the window: the rise is measured from it.
 			from = v.Curve[len(v.Curve)-p.Window-1]
 		}
 		rose := end != nil && (from == nil || *end-*from > p.MinDelta)
@@ -265,9 +276,15 @@ func objectiveText(o *float64) string {
 type progressRule struct {
 	rule   StopRule
 	notify func(reason string)
+	// timeout bounds each call of rule and notify
+	// (DefaultStopRuleTimeout).
+	timeout time.Duration
 	// evalMu serializes evaluations, so that the first decision to stop
-	// is the one the run ends for.
+	// is the one the run ends for; it guards broken, why the rule
+	// failed (panicked, or did not answer within timeout) and is read
+	// no more.
 	evalMu sync.Mutex
+	broken string
 	// mu guards samples (appended in the journal's order) and stopped
 	// (set once the rule ended the run, here or in an earlier
 	// process's journal).
@@ -373,11 +390,29 @@ func (c *Coordinator) checkProgress(ctx context.Context) {
 	}
 	p.evalMu.Lock()
 	defer p.evalMu.Unlock()
-	if !c.rootDriving() || p.stop() != nil {
+	if p.broken != "" || !c.rootDriving() || p.stop() != nil {
 		return
 	}
 	now := c.now()
-	d := p.rule(c.progressView(now))
+	view := c.progressView(now)
+	// The rule is the caller's code: a panic or a rule that does not
+	// answer within its bound is no stop, and the rule is read no more
+	// (a blocked one may still be running; it is not called beside
+	// itself). The run keeps its ceilings.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.timeout)
+	a, answered := callHook(rctx, func(context.Context) (StopDecision, error) { return p.rule(view), nil })
+	cancel()
+	switch {
+	case !answered:
+		p.broken = fmt.Sprintf("did not answer within %v", p.timeout)
+	case a.panic != nil:
+		p.broken = fmt.Sprintf("panicked: %v", a.panic)
+	}
+	if p.broken != "" {
+		c.logger.Error("supervise: the stop rule failed; the run goes on without its no-progress bound", "err", p.broken)
+		return
+	}
+	d := a.v
 	if !d.Stop {
 		return
 	}
@@ -404,14 +439,17 @@ func (c *Coordinator) checkProgress(ctx context.Context) {
 	}
 	c.logger.Info("supervise: the stop rule ended the run", "reason", reason)
 	if p.notify != nil {
-		func() {
-			defer func() {
-				if r := recover(); r != nil {
-					c.logger.Error("supervise: OnProgressStop panicked", "panic", r)
-				}
-			}()
-			p.notify(reason)
-		}()
+		// Told once; not waited for past its bound, so the stop it is
+		// told of always ends the run.
+		nctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.timeout)
+		a, answered := callHook(nctx, func(context.Context) (struct{}, error) { p.notify(reason); return struct{}{}, nil })
+		cancel()
+		switch {
+		case !answered:
+			c.logger.Error("supervise: OnProgressStop did not return; the run ends without waiting for it", "timeout", p.timeout)
+		case a.panic != nil:
+			c.logger.Error("supervise: OnProgressStop panicked", "panic", a.panic)
+		}
 	}
 	c.abortRun(fmt.Errorf("%w: %s", ErrProgressStopped, reason))
 }
@@ -437,4 +475,17 @@ func (c *Coordinator) progressStopped() bool { return c.progress.stop() != nil }
 func (c *Coordinator) isRootChild(id NodeID) bool {
 	n, ok := c.scope.Node(id)
 	return ok && n.Parent == c.scope.Root()
+}
+
+// stopRuleTimeoutKey, set on Supervise's context by tests only, holds
+// the bound of each StopRule and OnProgressStop call.
+type stopRuleTimeoutKey struct{}
+
+// stopRuleTimeout is the bound of each StopRule and OnProgressStop call
+// of the run Supervise starts on ctx.
+func stopRuleTimeout(ctx context.Context) time.Duration {
+	if d, ok := ctx.Value(stopRuleTimeoutKey{}).(time.Duration); ok && d > 0 {
+		return d
+	}
+	return DefaultStopRuleTimeout
 }

@@ -68,6 +68,7 @@ func TestStopRulesDecideOnProgress(t *testing.T) {
 	noImprove2 := must(supervise.NoProgressFor{Settles: 2}.Rule())
 	idle := must(supervise.NoProgressFor{Within: time.Minute}.Rule())
 	plateau := must(supervise.Plateau{Window: 2, MinDelta: 0.1}.Rule())
+	plateau1 := must(supervise.Plateau{Window: 1}.Rule())
 	stalled := must(supervise.AllWorkersStalled{MinWorkers: 2}.Rule())
 	idleMS := int64(180_000)
 	stalledWorker := supervise.LiveWorker{Node: "r:s9", Progress: supervise.WorkerProgress{Stalled: true, IdleMS: &idleMS}}
@@ -89,6 +90,13 @@ func TestStopRulesDecideOnProgress(t *testing.T) {
 		{"plateau rising", plateau, view(at, f64(0.1), f64(0.2), f64(0.5)), false, ""},
 		{"plateau flat", plateau, view(at, f64(0.5), f64(0.55), f64(0.6)), true, "plateau: the best objective rose by at most 0.1 over the last 2 settlements, best 0.6"},
 		{"plateau of nothing", plateau, view(at, nil, nil), true, "plateau: the best objective rose by at most 0.1 over the last 2 settlements, best none"},
+		// The window's first settlement is measured from the best before
+		// it: nothing, when it is the run's first. A first delivery is a
+		// rise; the reference (plateauLength) never fires on a window
+		// that holds the first settlement.
+		{"plateau: the first delivery rose", plateau, view(at, f64(0.5), f64(0.5)), false, ""},
+		{"plateau of one: the first delivery rose", plateau1, view(at, f64(0.5)), false, ""},
+		{"plateau of one: flat after it", plateau1, view(at, f64(0.5), f64(0.5)), true, "plateau: the best objective rose by at most 0 over the last 1 settlements, best 0.5"},
 		{"one stalled of two needed", stalled, supervise.ProgressView{Workers: []supervise.LiveWorker{stalledWorker}}, false, ""},
 		{"all stalled", stalled, supervise.ProgressView{Workers: []supervise.LiveWorker{stalledWorker, stalledWorker}}, true, "all-stalled: 2 running workers idle, the longest 180000ms"},
 		{"one not stalled", stalled, supervise.ProgressView{Workers: []supervise.LiveWorker{stalledWorker, {Node: "r:s8"}}}, false, ""},
@@ -347,5 +355,76 @@ func TestOnProgressStopNeedsStopRule(t *testing.T) {
 	o.OnProgressStop = func(string) {}
 	if _, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o); !errors.Is(err, supervise.ErrInvalidOptions) {
 		t.Fatalf("%v, want ErrInvalidOptions", err)
+	}
+}
+
+// §3.6 stopRule, onProgressStop: both are the caller's code, called on
+// the run's settlement path, so neither may take the run down or hold it
+// open. A rule that panics or does not answer within its bound is read
+// no more (logged; the run keeps its ceilings and ends on its own, no
+// progress stop); an OnProgressStop that panics or blocks is not waited
+// for past its bound, and the stop it is told of still ends the run.
+func TestStopRuleAndOnProgressStopPanicOrBlockAreBounded(t *testing.T) {
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	const bound = 300 * time.Millisecond
+	for _, tc := range []struct {
+		name     string
+		rule     func(calls *atomic.Int64) supervise.StopRule
+		notify   func(string)
+		stopped  bool
+		maxCalls int64
+	}{
+		{"rule panics", func(calls *atomic.Int64) supervise.StopRule {
+			return func(supervise.ProgressView) supervise.StopDecision { calls.Add(1); panic("the caller's rule broke") }
+		}, nil, false, 1},
+		{"rule blocks", func(calls *atomic.Int64) supervise.StopRule {
+			return func(supervise.ProgressView) supervise.StopDecision {
+				calls.Add(1)
+				<-release
+				return supervise.StopDecision{Stop: true}
+			}
+		}, nil, false, 1},
+		{"OnProgressStop blocks", func(calls *atomic.Int64) supervise.StopRule {
+			return func(supervise.ProgressView) supervise.StopDecision {
+				calls.Add(1)
+				return supervise.StopDecision{Stop: true, Reason: "enough"}
+			}
+		}, func(string) { <-release }, true, 1},
+		{"OnProgressStop panics", func(calls *atomic.Int64) supervise.StopRule {
+			return func(supervise.ProgressView) supervise.StopDecision {
+				calls.Add(1)
+				return supervise.StopDecision{Stop: true, Reason: "enough"}
+			}
+		}, func(string) { panic("the caller's notifier broke") }, true, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var runs, calls atomic.Int64
+			brain := &settleLoop{t: t, tasks: []string{"half 1", "half 2", "half 3"}}
+			o := baseOptions(t, progressExecutor{runs: &runs}, nil)
+			o.RunDir, o.Brain, o.StopRule, o.OnProgressStop = t.TempDir(), brain, tc.rule(&calls), tc.notify
+			ctx, cancel := context.WithTimeout(supervise.WithStopRuleTimeout(context.Background(), bound), time.Minute)
+			defer cancel()
+			start := time.Now()
+			res, err := supervise.Supervise(ctx, managerProfile(t, supervise.VerbSpawnWorker, supervise.VerbAwaitEvent), "t", o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if took := time.Since(start); took > 20*time.Second {
+				t.Errorf("the run took %v", took)
+			}
+			if n := calls.Load(); n < 1 || n > tc.maxCalls {
+				t.Errorf("the rule was read %d times, want 1..%d", n, tc.maxCalls)
+			}
+			if tc.stopped {
+				if res.ProgressStop == nil || res.ProgressStop.Reason != "enough" || brain.refused["error"] != string(supervise.CodeScopeAborted) {
+					t.Errorf("progress stop %+v, refused %v; want the stop to end the run", res.ProgressStop, brain.refused)
+				}
+				return
+			}
+			if res.ProgressStop != nil || brain.refused != nil || brain.settled != len(brain.tasks) {
+				t.Errorf("progress stop %+v, refused %v, %d settled; want the run to go on without its rule", res.ProgressStop, brain.refused, brain.settled)
+			}
+		})
 	}
 }

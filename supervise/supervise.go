@@ -688,7 +688,7 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 		analystModel: o.AnalystModel, analystStops: map[NodeID]string{},
 		views: map[NodeID]*Coordinator{}, router: o.Router, maxTurns: o.MaxTurns, managerBrain: o.ManagerBrain, settleGrace: grace,
 		driverLoop: &driverLoop{retry: o.DriverRetry, reprompt: o.Reprompt, onAttempt: o.OnDriverAttempt},
-		progress:   &progressRule{rule: o.StopRule, notify: o.OnProgressStop},
+		progress:   &progressRule{rule: o.StopRule, notify: o.OnProgressStop, timeout: stopRuleTimeout(ctx)},
 		extraTools: o.ExtraTools, extraStarted: map[string]bool{}, extraDone: map[string]extraOutcome{}}}
 	c.root = c
 	if o.RestartsWithin > 0 {
