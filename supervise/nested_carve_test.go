@@ -8,8 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/kernel"
@@ -42,7 +44,24 @@ func carveRun(t *testing.T, dir string, resume bool, where string) (supervise.Su
 // options (a store journal), returning Supervise's error.
 func carveRunOn(ctx context.Context, t *testing.T, dir string, resume bool, where string, set func(*supervise.Options)) (supervise.SupervisedResult, []*supervise.Refusal, error) {
 	t.Helper()
-	o := nestedOptions(t, newCounting(t, workerProvider(t)), nil, nil)
+	// The writers start their work only once the lead made all three
+	// spawns: a writer that failed first (its dollars unreported, which
+	// closes the lead's dollar-capped grant) would otherwise refuse the
+	// next spawn on a loaded machine, where the plan is two admitted and
+	// the third refused for iterations. Bounded: a writer waits at most
+	// 10 s, or until the run cancels it.
+	spawned := make(chan struct{})
+	var spawnedOnce sync.Once
+	inner := newCounting(t, workerProvider(t))
+	gated := supervise.ExecutorFunc(func(ctx context.Context, w supervise.Work) (supervise.WorkResult, error) {
+		select {
+		case <-spawned:
+		case <-ctx.Done():
+		case <-time.After(10 * time.Second):
+		}
+		return inner.Execute(ctx, w)
+	})
+	o := nestedOptions(t, gated, nil, nil)
 	o.RunDir, o.Resume = dir, resume
 	if set != nil {
 		set(&o)
@@ -70,6 +89,7 @@ func carveRunOn(ctx context.Context, t *testing.T, dir string, resume bool, wher
 					checkPoolConserved(t, r, fmt.Sprintf("%s: the lead's carved pool after spawn %d", where, i))
 				}
 			}
+			spawnedOnce.Do(func() { close(spawned) })
 			for range admitted {
 				if _, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60_000, Kinds: []string{supervise.EventSettled}}); err != nil {
 					return supervise.BrainReport{}, err
