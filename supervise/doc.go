@@ -654,9 +654,12 @@
 // first (the reference's router driver's stopBefore); it is pure, and
 // never a timer. It is the caller's code, so each call (and
 // OnProgressStop's) is bounded by DefaultStopRuleTimeout: a rule that
-// panics or has not answered is no stop and is read no more (logged; the
-// ceilings still bound the run), an OnProgressStop that has not returned
-// is not waited for. It only adds a stop: it is read only while the manager
+// panics or has not answered fails the run — no-winner driver-failed
+// with a *StopRuleError, no finalizer run, as the reference's run fails
+// when its synchronous rule throws on the driver's path (a run silently
+// without the bound its caller set would be a failure read as a
+// success) — and an OnProgressStop that has not returned is not waited
+// for. It only adds a stop: it is read only while the manager
 // drives and nothing else ended it (Stop, an abort, a cancellation, the
 // deadline, a trip). When it stops, the stop is journaled
 // (KindProgressStopped, its reason and time) before it acts,

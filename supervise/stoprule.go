@@ -93,9 +93,8 @@ type StopDecision struct {
 
 // DefaultStopRuleTimeout bounds each call of Options.StopRule and
 // Options.OnProgressStop. A rule that panics or has not answered by
-// then is no stop and is read no more (logged: the run goes on within
-// its ceilings); an OnProgressStop that has not returned by then is not
-// waited for.
+// then fails the run (no-winner driver-failed, *StopRuleError); an
+// OnProgressStop that has not returned by then is not waited for.
 const DefaultStopRuleTimeout = 5 * time.Second
 
 // StopRule decides from the run's progress whether the run has stopped
@@ -105,6 +104,23 @@ const DefaultStopRuleTimeout = 5 * time.Second
 // quick and must not block (each call is bounded by
 // DefaultStopRuleTimeout). The first decision to stop ends the run.
 type StopRule func(ProgressView) StopDecision
+
+// StopRuleError is a StopRule that failed while the manager drove: it
+// panicked (Panic holds what it panicked with) or did not answer within
+// Timeout. The run ends no-winner driver-failed with it, as the
+// reference's run does when its synchronous rule throws on the driver's
+// path: a broken bound is a failure, never a silent run without one.
+type StopRuleError struct {
+	Panic   any
+	Timeout time.Duration
+}
+
+func (e *StopRuleError) Error() string {
+	if e.Panic != nil {
+		return fmt.Sprintf("supervise: the stop rule panicked: %v", e.Panic)
+	}
+	return fmt.Sprintf("supervise: the stop rule did not answer within %s", e.Timeout)
+}
 
 // ProgressStop is how the run's StopRule ended it: the rule's Reason,
 // and when (AtMS, Unix milliseconds on the run's clock).
@@ -280,17 +296,19 @@ type progressRule struct {
 	// (DefaultStopRuleTimeout).
 	timeout time.Duration
 	// evalMu serializes evaluations, so that the first decision to stop
-	// is the one the run ends for; it guards broken, why the rule
-	// failed (panicked, or did not answer within timeout) and is read
-	// no more.
+	// (or the rule's failure) is the one the run ends for.
 	evalMu sync.Mutex
-	broken string
-	// mu guards samples (appended in the journal's order) and stopped
+	// mu guards samples (appended in the journal's order), stopped
 	// (set once the rule ended the run, here or in an earlier
-	// process's journal).
+	// process's journal) and failed (set once the rule failed: it is
+	// read no more, and the run ends driver-failed with it).
 	mu      sync.Mutex
 	samples []ProgressSample
 	stopped *ProgressStop
+	failed  *StopRuleError
+	// downAtFailure is how many nodes were down when the rule failed:
+	// the workers its failure cancels do not outrank it.
+	downAtFailure int
 }
 
 // sample is the settlement of worker w (settled in state at at) as a
@@ -330,6 +348,17 @@ func (p *progressRule) stop() *ProgressStop {
 	}
 	s := *p.stopped
 	return &s
+}
+
+// failure returns how the rule failed, nil when it did not, and how
+// many nodes were down then.
+func (p *progressRule) failure() (*StopRuleError, int) {
+	if p == nil {
+		return nil, 0
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.failed, p.downAtFailure
 }
 
 // view builds the ProgressView of the run's root manager at now.
@@ -390,26 +419,26 @@ func (c *Coordinator) checkProgress(ctx context.Context) {
 	}
 	p.evalMu.Lock()
 	defer p.evalMu.Unlock()
-	if p.broken != "" || !c.rootDriving() || p.stop() != nil {
+	if f, _ := p.failure(); f != nil || !c.rootDriving() || p.stop() != nil {
 		return
 	}
 	now := c.now()
 	view := c.progressView(now)
-	// The rule is the caller's code: a panic or a rule that does not
-	// answer within its bound is no stop, and the rule is read no more
-	// (a blocked one may still be running; it is not called beside
-	// itself). The run keeps its ceilings.
+	// The rule is the caller's code: one that panics or does not answer
+	// within its bound is a failure of the run's driving (a blocked one
+	// may still be running; it is not called again).
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.timeout)
 	a, answered := callHook(rctx, func(context.Context) (StopDecision, error) { return p.rule(view), nil })
 	cancel()
+	var failed *StopRuleError
 	switch {
 	case !answered:
-		p.broken = fmt.Sprintf("did not answer within %v", p.timeout)
+		failed = &StopRuleError{Timeout: p.timeout}
 	case a.panic != nil:
-		p.broken = fmt.Sprintf("panicked: %v", a.panic)
+		failed = &StopRuleError{Panic: a.panic}
 	}
-	if p.broken != "" {
-		c.logger.Error("supervise: the stop rule failed; the run goes on without its no-progress bound", "err", p.broken)
+	if failed != nil {
+		c.failStopRule(failed)
 		return
 	}
 	d := a.v
@@ -452,6 +481,28 @@ func (c *Coordinator) checkProgress(ctx context.Context) {
 		}
 	}
 	c.abortRun(fmt.Errorf("%w: %s", ErrProgressStopped, reason))
+}
+
+// failStopRule ends the run for its failed StopRule, when nothing else
+// ended it first: the failure is kept (finish makes it the run's
+// driver-failed error, and no finalizer picks a winner), the scope is
+// aborted and the manager and its live workers are stopped with it. It
+// is not journaled: a resumed run reads its rule again.
+func (c *Coordinator) failStopRule(failed *StopRuleError) {
+	p := c.progress
+	c.spawnMu.Lock() // admission and the failure in one order
+	if !c.rootDriving() {
+		c.spawnMu.Unlock()
+		return
+	}
+	down := c.downCount()
+	p.mu.Lock()
+	p.failed, p.downAtFailure = failed, down
+	p.mu.Unlock()
+	c.scope.Abort()
+	c.spawnMu.Unlock()
+	c.logger.Error("supervise: the stop rule failed; the run ends driver-failed", "err", failed)
+	c.abortRun(failed)
 }
 
 // rootDriving reports whether the run's root manager drives and nothing

@@ -359,11 +359,14 @@ func TestOnProgressStopNeedsStopRule(t *testing.T) {
 }
 
 // §3.6 stopRule, onProgressStop: both are the caller's code, called on
-// the run's settlement path, so neither may take the run down or hold it
-// open. A rule that panics or does not answer within its bound is read
-// no more (logged; the run keeps its ceilings and ends on its own, no
-// progress stop); an OnProgressStop that panics or blocks is not waited
-// for past its bound, and the stop it is told of still ends the run.
+// the run's settlement path, so neither may crash the process or hold
+// the run open. A rule that panics or does not answer within its bound
+// fails the run as the reference's throwing rule does on its driver's
+// path: no-winner driver-failed with a *StopRuleError — even though a
+// worker had delivered (no finalizer picks a winner), with no progress
+// stop, the scope aborted and the held worker cancelled; an
+// OnProgressStop that panics or blocks is not waited for past its
+// bound, and the stop it is told of still ends the run.
 func TestStopRuleAndOnProgressStopPanicOrBlockAreBounded(t *testing.T) {
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
@@ -374,29 +377,30 @@ func TestStopRuleAndOnProgressStopPanicOrBlockAreBounded(t *testing.T) {
 		notify   func(string)
 		stopped  bool
 		maxCalls int64
+		failed   string
 	}{
 		{"rule panics", func(calls *atomic.Int64) supervise.StopRule {
 			return func(supervise.ProgressView) supervise.StopDecision { calls.Add(1); panic("the caller's rule broke") }
-		}, nil, false, 1},
+		}, nil, false, 1, "the stop rule panicked: the caller's rule broke"},
 		{"rule blocks", func(calls *atomic.Int64) supervise.StopRule {
 			return func(supervise.ProgressView) supervise.StopDecision {
 				calls.Add(1)
 				<-release
 				return supervise.StopDecision{Stop: true}
 			}
-		}, nil, false, 1},
+		}, nil, false, 1, "the stop rule did not answer within 300ms"},
 		{"OnProgressStop blocks", func(calls *atomic.Int64) supervise.StopRule {
 			return func(supervise.ProgressView) supervise.StopDecision {
 				calls.Add(1)
 				return supervise.StopDecision{Stop: true, Reason: "enough"}
 			}
-		}, func(string) { <-release }, true, 1},
+		}, func(string) { <-release }, true, 1, ""},
 		{"OnProgressStop panics", func(calls *atomic.Int64) supervise.StopRule {
 			return func(supervise.ProgressView) supervise.StopDecision {
 				calls.Add(1)
 				return supervise.StopDecision{Stop: true, Reason: "enough"}
 			}
-		}, func(string) { panic("the caller's notifier broke") }, true, 1},
+		}, func(string) { panic("the caller's notifier broke") }, true, 1, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var runs, calls atomic.Int64
@@ -422,8 +426,12 @@ func TestStopRuleAndOnProgressStopPanicOrBlockAreBounded(t *testing.T) {
 				}
 				return
 			}
-			if res.ProgressStop != nil || brain.refused != nil || brain.settled != len(brain.tasks) {
-				t.Errorf("progress stop %+v, refused %v, %d settled; want the run to go on without its rule", res.ProgressStop, brain.refused, brain.settled)
+			if res.Status != supervise.StatusNoWinner || res.Reason != supervise.ReasonDriverFailed || res.Error == nil ||
+				res.Error.Name != "*supervise.StopRuleError" || !strings.Contains(res.Error.Message, tc.failed) {
+				t.Errorf("status %s reason %s error %+v; want driver-failed with %q", res.Status, res.Reason, res.Error, tc.failed)
+			}
+			if res.ProgressStop != nil || res.Winner != nil || brain.settled != 1 || brain.refused["error"] != string(supervise.CodeScopeAborted) {
+				t.Errorf("progress stop %+v, winner %v, %d settled, refused %v; want the run ended at the rule's failure", res.ProgressStop, res.Winner, brain.settled, brain.refused)
 			}
 		})
 	}

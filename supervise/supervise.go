@@ -1202,8 +1202,16 @@ func (c *Coordinator) finish(ctx context.Context, report BrainReport, driveErr e
 		res.ProgressStop = ps
 		cancelled, runCancel = false, nil
 	}
+	ruleFailed, downAtFailure := c.progress.failure()
+	if ruleFailed != nil {
+		// The stop rule failed while the manager drove: the run ends
+		// driver-failed with it (outranked by the lifecycle causes
+		// below, and by a worker down before it failed), and no
+		// finalizer picks a winner.
+		driveErr, downWhileDriving = ruleFailed, downAtFailure
+	}
 	var winner *Winner
-	if !ended && runCancel == nil && !cancelled {
+	if !ended && runCancel == nil && !cancelled && ruleFailed == nil {
 		// The finalizer picks among the candidates only for a run no
 		// lifecycle cause ended (it runs outside c.mu: it is the
 		// caller's code). Its failure is the brain's: driver-failed
