@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -65,29 +63,7 @@ func TestDriverLoopKilledInBackoffResumes(t *testing.T) {
 		t.Skip("re-executes the test binary")
 	}
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), driverKillEnv+"=1", childDir+"="+dir)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "in-backoff")); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			cmd.Wait()
-			t.Fatalf("the child never reached its backoff; stderr:\n%s", stderr.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if err := cmd.Process.Kill(); err != nil { // SIGKILL
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
+	killChildAt(t, filepath.Join(dir, "in-backoff"), "reached its backoff", driverKillEnv+"=1", childDir+"="+dir)
 
 	o, err := processOptions(newCounting(t, workerProvider(t)), dir)
 	if err != nil {

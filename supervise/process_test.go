@@ -183,29 +183,7 @@ func TestKilledSupervisorResumesBehaviour46(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"=1", childDir+"="+dir)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "slow-started")); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			cmd.Wait()
-			t.Fatalf("the child never started its slow worker; stderr:\n%s", stderr.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if err := cmd.Process.Kill(); err != nil { // SIGKILL
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
+	killChildAt(t, filepath.Join(dir, "slow-started"), "started its slow worker", childEnv+"=1", childDir+"="+dir)
 
 	exec := newCounting(t, workerProvider(t))
 	o, err = processOptions(exec, dir)
@@ -296,6 +274,15 @@ func startSlowChild(t *testing.T, env ...string) (*exec.Cmd, *strings.Builder) {
 			dir = v
 		}
 	}
+	return startChildAt(t, filepath.Join(dir, "slow-started"), "started its slow worker", env...)
+}
+
+// startChildAt re-executes the test binary as a child process with env
+// added to this one's, and returns once the child created the file mark
+// (reached, for failures, names that moment). It fails the test, the
+// child killed, when the mark is not there within waitLimit.
+func startChildAt(t *testing.T, mark, reached string, env ...string) (*exec.Cmd, *strings.Builder) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), env...)
 	var stderr strings.Builder
@@ -303,18 +290,29 @@ func startSlowChild(t *testing.T, env ...string) (*exec.Cmd, *strings.Builder) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := time.Now().Add(waitLimit)
 	for {
-		if _, err := os.Stat(filepath.Join(dir, "slow-started")); err == nil {
+		if _, err := os.Stat(mark); err == nil {
 			return cmd, &stderr
 		}
 		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			cmd.Wait()
-			t.Fatalf("the child never started its slow worker; stderr:\n%s", stderr.String())
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			t.Fatalf("the child never %s; stderr:\n%s", reached, stderr.String())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// killChildAt starts a child as startChildAt does and SIGKILLs it once
+// it created mark: the process dies there, with no chance to clean up.
+func killChildAt(t *testing.T, mark, reached string, env ...string) {
+	t.Helper()
+	cmd, _ := startChildAt(t, mark, reached, env...)
+	if err := cmd.Process.Kill(); err != nil { // SIGKILL
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
 }
 
 // takeOverFromStore resumes run1 from its spawn journal in st, with

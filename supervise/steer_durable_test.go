@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -229,35 +228,7 @@ func TestRootSteerDeliveredOnlyOnceJournaledAcrossKill(t *testing.T) {
 // stopped at the transcript append of a steer — and SIGKILLs it there.
 func killAtSteerWindow(t *testing.T, env, dir, store string) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), env, childDir+"="+dir, childStore+"="+store)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	deadline := time.Now().Add(waitLimit)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, steerWindowMark)); err == nil {
-			break
-		}
-		select {
-		case <-exited:
-			t.Fatalf("the child ended before the steer's append; stderr:\n%s", stderr.String())
-		case <-time.After(10 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			<-exited
-			t.Fatalf("the child never reached the steer's append; stderr:\n%s", stderr.String())
-		}
-	}
-	if err := cmd.Process.Kill(); err != nil { // SIGKILL
-		t.Fatal(err)
-	}
-	<-exited
+	killChildAt(t, filepath.Join(dir, steerWindowMark), "reached the steer's append", env, childDir+"="+dir, childStore+"="+store)
 }
 
 // journaledAcks reads the steer acknowledgements journaled under node

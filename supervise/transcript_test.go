@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"iter"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -466,29 +465,7 @@ func TestKilledRouterManagerContinuesItsConversation(t *testing.T) {
 	}
 	want := uninterruptedPlan(t)
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), transcriptKillEnv+"=1", childDir+"="+dir)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "third-turn")); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			cmd.Wait()
-			t.Fatalf("the child never reached its third turn; stderr:\n%s", stderr.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if err := cmd.Process.Kill(); err != nil { // SIGKILL
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
+	killChildAt(t, filepath.Join(dir, "third-turn"), "reached its third turn", transcriptKillEnv+"=1", childDir+"="+dir)
 
 	o, manager, err := transcriptOptions(nil, nil)
 	if err != nil {
