@@ -194,7 +194,7 @@ func (r *run) lostSpawnRow(rec supervise.Record) LedgerRow {
 	}
 	row.Bytes = len(directive) + len(payload)
 	if row.Bytes == 0 {
-		row.Outcome, row.Reason = OutcomeEmpty, "no directive text and no task"
+		row.Outcome, row.Reason = OutcomeEmpty, "no directive text and no task payload"
 	}
 	return row
 }
