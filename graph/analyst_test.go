@@ -196,7 +196,8 @@ func (w *recordingWorkers) delivered(node supervise.NodeID) []string {
 // §3.7 edge ledger: a traversal across which nothing crossed is ledgered
 // `empty`, never `delivered`: an analyst that returned no findings, to
 // the root (ledgered with the source worker) and to a worker node
-// (ledgered with the live destination, nothing steered into it).
+// (ledgered with the live destination, nothing steered into it). The
+// reason is worded as the reference runGraph words it.
 func TestAnalystWithNoFindingsLedgersEmpty(t *testing.T) {
 	const silentCritic = `{"turns": [
   {"match": "Fix the failing test", "steps": [{"text": "patch: login fixed."}, {"usage": {"inputTokens": 100, "outputTokens": 20, "cost": 0.002}, "mode": "delta"}]},
@@ -210,11 +211,11 @@ func TestAnalystWithNoFindingsLedgersEmpty(t *testing.T) {
 		{name: "to the root", to: "driver", spawn: []string{"coder"},
 			wantRow: graph.LedgerRow{Edge: "analyzes:critic:coder->driver", Kind: graph.Analyzes, From: "coder", To: "driver", Directive: "analyze/critic/v2",
 				Traversal: 1, Outcome: graph.OutcomeEmpty, Continuity: graph.ContinuitySteer, Bytes: len(critDirective), WorkerID: "g:s1",
-				Reason: "the analyst returned no findings"}},
+				Reason: "analyst returned no findings"}}, // the reference runGraph's wording
 		{name: "to a worker node", to: "reviewer", spawn: []string{"reviewer", "coder"},
 			wantRow: graph.LedgerRow{Edge: "analyzes:critic:coder->reviewer", Kind: graph.Analyzes, From: "coder", To: "reviewer", Directive: "analyze/critic/v2",
 				Traversal: 1, Outcome: graph.OutcomeEmpty, Continuity: graph.ContinuitySteer, WorkerID: "g:s1",
-				Reason: "the analyst returned no findings"}},
+				Reason: "analyst returned no findings"}}, // the reference runGraph's wording
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var exec supervise.Executor = kernelWorkers(t, silentCritic)

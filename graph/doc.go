@@ -30,7 +30,9 @@
 // a "finding" event from Await) or steered into the live worker of the
 // destination node — a lens's opened by the edge's directive, an analyst
 // node's bare, since the directive opened the analyst's own task and
-// instructs no one else. Findings are never a deliverable.
+// instructs no one else. Findings are never a deliverable. An analyst
+// run that fails or is cancelled routes nothing; its traversal, charged
+// at its spawn, is ledgered unpropagated with the reason, never missing.
 //
 // Resume: with Supervise.RunDir (or Supervise.SpawnStore and RunID, the
 // journal kept in a run store under a lease) and Supervise.Resume,

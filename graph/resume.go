@@ -194,7 +194,7 @@ func (r *run) lostSpawnRow(rec supervise.Record) LedgerRow {
 	}
 	row.Bytes = len(directive) + len(payload)
 	if row.Bytes == 0 {
-		row.Outcome, row.Reason = OutcomeEmpty, "no directive text and no task"
+		row.Outcome, row.Reason = OutcomeEmpty, "no directive text and no task payload"
 	}
 	return row
 }
@@ -216,6 +216,9 @@ func (r *run) markExhaustedLocked(e Edge) {
 // refuses the analyst); a lens analyst that settled has its findings
 // routed along its edge.
 func (r *run) afterSettle(ctx context.Context, c *supervise.Coordinator, s supervise.Settled) {
+	if r.ledgerEndedAnalyst(ctx, s) {
+		return
+	}
 	if f := s.Finding; f != nil {
 		r.mu.Lock()
 		routed := r.analysed[s.Node.ID]
@@ -265,6 +268,47 @@ func (r *run) afterSettle(ctx context.Context, c *supervise.Coordinator, s super
 			r.charge(e)
 		}
 	}
+}
+
+// ledgerEndedAnalyst ledgers an analyst worker (node or lens) that
+// settled other than done — failed or cancelled — and reports whether s
+// was one. It routes no findings, but its traversal was charged at its
+// spawn: the row (unpropagated, with the source worker and why) keeps
+// that traversal from missing from the ledger, once (the row names the
+// analyst, so a resumed run's hook, run again, does not ledger it twice).
+func (r *run) ledgerEndedAnalyst(ctx context.Context, s supervise.Settled) bool {
+	if s.Node.State == supervise.StateDone {
+		return false
+	}
+	r.spawnMu.Lock()
+	ar, ok := r.analystRuns[s.Node.ID]
+	r.spawnMu.Unlock()
+	r.mu.Lock()
+	if !ok {
+		ar, ok = r.lensRuns[s.Node.ID]
+	}
+	if !ok && s.Finding != nil {
+		if e, lens := r.analyzeBy[s.Finding.Lens]; lens && r.lenses[s.Finding.Lens] {
+			ar, ok = analystRun{edge: e, source: s.Finding.Source}, true
+		}
+	}
+	routed := r.analysed[s.Node.ID]
+	r.mu.Unlock()
+	if !ok {
+		return false
+	}
+	if routed {
+		return true
+	}
+	e := ar.edge
+	reason := "analyst worker " + string(s.Node.ID) + " " + string(s.Node.State)
+	if st := s.Node.Settlement; st != nil && st.Reason != "" {
+		reason += ": " + st.Reason
+	}
+	row := LedgerRow{Edge: e.ID(), Kind: Analyzes, From: strings.Join(e.Over, "+"), To: e.To, Directive: e.Directive,
+		Continuity: ContinuitySteer, Outcome: OutcomeUnpropagated, WorkerID: ar.source, Reason: reason + "; no findings were routed"}
+	r.recordOf(ctx, journaledRow{LedgerRow: row, Analyst: s.Node.ID})
+	return true
 }
 
 // checkJournal refuses, before anything runs, to resume the run's

@@ -491,7 +491,7 @@ func (r *run) routeFindings(ctx context.Context, c *supervise.Coordinator, ar an
 	if e.To == r.root.ID {
 		row.WorkerID, row.Bytes, row.Outcome = ar.source, len(directive)+len(out.Text), OutcomeDelivered
 		if out.Text == "" {
-			row.Outcome, row.Reason = OutcomeEmpty, "the analyst returned no findings"
+			row.Outcome, row.Reason = OutcomeEmpty, "analyst returned no findings"
 		}
 		r.recordOf(ctx, journaledRow{LedgerRow: row, Analyst: analyst})
 		return
@@ -512,7 +512,7 @@ func (r *run) routeFindings(ctx context.Context, c *supervise.Coordinator, ar an
 		return
 	}
 	if out.Text == "" {
-		row.WorkerID, row.Outcome, row.Reason = dest, OutcomeEmpty, "the analyst returned no findings"
+		row.WorkerID, row.Outcome, row.Reason = dest, OutcomeEmpty, "analyst returned no findings"
 		r.recordOf(ctx, journaledRow{LedgerRow: row, Analyst: analyst})
 		return
 	}
@@ -659,7 +659,7 @@ func (d *Driver) Spawn(ctx context.Context, a supervise.SpawnArgs) (supervise.Sp
 	r.mu.Unlock()
 	row.Bytes, row.Outcome = len(directive)+len(payload), OutcomeDelivered
 	if row.Bytes == 0 {
-		row.Outcome, row.Reason = OutcomeEmpty, "no directive text and no task"
+		row.Outcome, row.Reason = OutcomeEmpty, "no directive text and no task payload"
 	}
 	r.record(ctx, row, true)
 	return res, nil

@@ -246,7 +246,10 @@ without a winner is also said on stderr), 2 on usage errors.`,
 				for i, e := range res.ExhaustedEdges {
 					ex[i] = canonjson.StringValue(e)
 				}
-				v = v.With("ledger", lv).With("exhaustedEdges", canonjson.ArrayValue(ex))
+				// §3.7's result {result, ledger, exhaustedEdges, runId}:
+				// the supervised result is its own member too (its fields
+				// stay at the top, as agentrt supervise prints them).
+				v = v.With("result", supervisedValue(res.Result, runDir)).With("ledger", lv).With("exhaustedEdges", canonjson.ArrayValue(ex))
 				if err := writeJSON(stdio.Out, v); err != nil {
 					return err
 				}

@@ -36,6 +36,13 @@ func TestGraphWinner(t *testing.T) {
 	if member(res, "runDir").Str() != dir || !strings.Contains(errOut, "spawned login:s1 coder") {
 		t.Errorf("run dir or progress:\n%s%s", out, errOut)
 	}
+	// §3.7 result {result: SupervisedResult, ledger[], exhaustedEdges[],
+	// runId}: the supervised result is also its own member.
+	sr := member(res, "result")
+	if member(sr, "kind").Str() != "winner" || member(sr, "runId").Str() != "login" || member(member(sr, "winner"), "node").Str() != "login:s1" ||
+		member(res, "runId").Str() != "login" || len(member(res, "exhaustedEdges").Items()) != 0 {
+		t.Errorf("result member, runId or exhaustedEdges: %s", out)
+	}
 }
 
 // A missing --task is a usage error (2); a graph that does not decode
