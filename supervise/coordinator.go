@@ -112,6 +112,7 @@ type core struct {
 	authorizeMessage func(ctx context.Context, m DownMessage) (string, error)
 	// escalateQuestion is Options.EscalateQuestion.
 	escalateQuestion func(ctx context.Context, q Question) (EscalationOutcome, error)
+	escalateTimeout  time.Duration
 	logger           *slog.Logger
 	now              func() time.Time
 

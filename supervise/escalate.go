@@ -75,7 +75,11 @@ func (c *Coordinator) escalate(ctx context.Context, q Question) EscalationRecord
 	call := kernel.ToolCallID(ctx)
 	out := EscalationOutcome{Reason: noParentReason}
 	if f := c.escalateQuestion; f != nil {
-		hctx, cancel := context.WithTimeout(ctx, DefaultEscalateQuestionTimeout)
+		timeout := c.escalateTimeout
+		if timeout <= 0 {
+			timeout = DefaultEscalateQuestionTimeout
+		}
+		hctx, cancel := context.WithTimeout(ctx, timeout)
 		a, answered := callHook(hctx, func(ctx context.Context) (EscalationOutcome, error) { return f(ctx, q) })
 		cancel()
 		switch {
@@ -110,6 +114,20 @@ func escalationReply(rec EscalationRecord) (status, reason, guidance string) {
 		return StatusQueuedForParent, "the question is queued for " + rec.To, queuedGuidance
 	}
 	return StatusNoParent, rec.Reason, lastDecider
+}
+
+// escalateTimeoutKey carries, in Supervise's context, a bound of one
+// EscalateQuestion call other than DefaultEscalateQuestionTimeout (the
+// package's tests set it).
+type escalateTimeoutKey struct{}
+
+// escalateTimeout is the bound of one EscalateQuestion call for a run
+// started with ctx.
+func escalateTimeout(ctx context.Context) time.Duration {
+	if d, ok := ctx.Value(escalateTimeoutKey{}).(time.Duration); ok && d > 0 {
+		return d
+	}
+	return DefaultEscalateQuestionTimeout
 }
 
 // askRootParent is the run's root manager's ask_parent: the question is
