@@ -138,7 +138,7 @@ func escalateTimeout(ctx context.Context) time.Duration {
 // resumed manager runs again answers with its question and outcome, and
 // asks nothing again.
 func (c *Coordinator) askRootParent(ctx context.Context, a AskArgs) (AskParentResult, error) {
-	if prior, ok := c.rerunEscalation(ctx); ok {
+	if prior, ok := c.rerunEscalation(ctx, ""); ok {
 		status, reason, guidance := escalationReply(prior)
 		return AskParentResult{QuestionID: prior.QuestionID, Status: status, Reason: reason, Guidance: guidance, To: prior.To, Replayed: true}, nil
 	}
@@ -158,11 +158,12 @@ func (c *Coordinator) askRootParent(ctx context.Context, a AskArgs) (AskParentRe
 	return AskParentResult{QuestionID: q.ID, Status: status, Reason: reason, Guidance: guidance, To: rec.To}, nil
 }
 
-// rerunEscalation returns the journaled escalation of the ask_parent
-// call running on ctx, when an earlier process made that call, escalated
-// its question, and the resumed manager runs the call again (its result
-// was not journaled: rerunCalls).
-func (c *Coordinator) rerunEscalation(ctx context.Context) (EscalationRecord, bool) {
+// rerunEscalation returns the journaled escalation of the call running
+// on ctx (of question questionID, when not empty), when an earlier
+// process made that call, escalated its question, and the resumed
+// manager runs the call again (its result was not journaled:
+// rerunCalls).
+func (c *Coordinator) rerunEscalation(ctx context.Context, questionID string) (EscalationRecord, bool) {
 	call := kernel.ToolCallID(ctx)
 	if call == "" {
 		return EscalationRecord{}, false
@@ -170,7 +171,7 @@ func (c *Coordinator) rerunEscalation(ctx context.Context) (EscalationRecord, bo
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	prior, ok := c.escalatedCalls[call]
-	if !ok || !c.rerunCalls[call] {
+	if !ok || !c.rerunCalls[call] || questionID != "" && prior.QuestionID != questionID {
 		return EscalationRecord{}, false
 	}
 	delete(c.rerunCalls, call)
@@ -188,7 +189,7 @@ func (c *Coordinator) escalateRootDecision(ctx context.Context, a AnswerArgs) (A
 	if a.Answer != "" || a.DeferReason != "" {
 		return AnswerResult{}, &VerbRefusal{Code: "invalid-decision", Reason: "give exactly one of answer, deferReason, escalateTo"}
 	}
-	if prior, ok := c.rerunEscalation(ctx); ok && prior.QuestionID == a.QuestionID {
+	if prior, ok := c.rerunEscalation(ctx, a.QuestionID); ok {
 		status, reason, guidance := escalationReply(prior)
 		return AnswerResult{QuestionID: a.QuestionID, Status: status, Reason: reason, Guidance: guidance, Replayed: true}, nil
 	}

@@ -338,3 +338,52 @@ func countStoreKind(t *testing.T, st store.Store, runID, kind string) int {
 		after = next
 	}
 }
+
+// The same for answer_question escalateTo parent: a root manager whose
+// process died after its escalation of the worker's q1 was journaled,
+// and before the call's result was, is resumed with the call run again;
+// it gets the journaled outcome back (replayed) and the caller's
+// EscalateQuestion is not called again (§3.6 escalateQuestion).
+func TestEscalateQuestionDecisionNotCalledAgainOnResume(t *testing.T) {
+	var calls atomic.Int64
+	var dead atomic.Bool
+	mgr := managerProfile(t, supervise.VerbSpawnWorker, supervise.VerbAwaitEvent, supervise.VerbAnswerQuestion)
+	first := scripted.NewChatModel(scripted.ChatScript{Turns: []scripted.ChatTurn{
+		turn(scripted.Call("s1", supervise.ToolPrefix+supervise.VerbSpawnWorker, `{"profile":"writer","task":"paint"}`), managerUsage(10, 5, 0.0001)),
+		turn(scripted.Call("w1", supervise.ToolPrefix+supervise.VerbAwaitEvent, `{"kinds":["question"],"timeoutMs":60000}`), managerUsage(10, 5, 0.0001)),
+		turn(scripted.Call("e1", supervise.ToolPrefix+supervise.VerbAnswerQuestion, `{"questionId":"q1","escalateTo":"parent"}`), managerUsage(10, 5, 0.0001)),
+		turn(scripted.Text("unreached"), managerUsage(10, 5, 0.0001)),
+	}})
+	o := baseOptions(t, askingExecutor, first)
+	o.RunDir = t.TempDir()
+	o.EscalateQuestion = func(context.Context, supervise.Question) (supervise.EscalationOutcome, error) {
+		calls.Add(1)
+		dead.Store(true)
+		return supervise.EscalationOutcome{Delivered: true, To: "the product owner"}, nil
+	}
+	ctx := supervise.WithSpawnLogWrapper(context.Background(), func(sl supervise.SpawnLog) supervise.SpawnLog {
+		return cutAfter{SpawnLog: sl, kind: "none", dead: &dead}
+	})
+	if _, err := supervise.Supervise(ctx, mgr, "t", o); err == nil || calls.Load() != 1 {
+		t.Fatalf("the cut run: err %v, hook called %d times; want its journal's failure after one call", err, calls.Load())
+	}
+	var seen []string
+	second := scripted.NewChatModel(scripted.ChatScript{Turns: []scripted.ChatTurn{
+		turn(scripted.Text("resumed"), managerUsage(10, 5, 0.0001)),
+	}})
+	o.Router, o.Resume, o.Budget = recordingModel{inner: second, seen: &seen}, true, ledger.Budget{}
+	res, err := supervise.Supervise(context.Background(), mgr, "", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls.Load() != 1 || res.BrainText != "resumed" {
+		t.Errorf("the hook was called %d times in all, brain said %q; want once", calls.Load(), res.BrainText)
+	}
+	joined := strings.Join(seen, "\n")
+	if !strings.Contains(joined, `"status":"queued-for-parent"`) || !strings.Contains(joined, `"replayed":true`) {
+		t.Errorf("the resumed manager read %q, want q1's escalation replayed", seen)
+	}
+	if got := escalations(t, o.RunDir); len(got) != 1 || got[0].QuestionID != "q1" || got[0].Call != "e1" {
+		t.Errorf("escalation records %+v, want the one of q1 by call e1", got)
+	}
+}

@@ -114,8 +114,9 @@ type Question struct {
 	Urgency  Urgency          `json:"urgency"`
 	Options  []QuestionOption `json:"options,omitzero"`
 	// Status is open, answered, deferred, escalated (a nested manager
-	// queued it for its parent) or expired (its asker stopped waiting
-	// before a decision reached it).
+	// queued it for its parent, or the run's EscalateQuestion received
+	// it from the root) or expired (its asker stopped waiting before a
+	// decision reached it).
 	Status string `json:"status"`
 	// To is the nested manager asked; empty for the run's root manager.
 	To NodeID `json:"to,omitzero"`

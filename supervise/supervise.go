@@ -120,7 +120,9 @@ type Options struct {
 	// chain ends at the root, which calls it. Every escalation is
 	// journaled record-only (CoordEscalation); a resumed manager running
 	// again the call that made one gets its outcome back, and the hook
-	// is not called again. The answer to a delivered question reaches
+	// is not called again (a process that ends between the hook's answer
+	// and its record leaves no outcome: the call run again calls it
+	// again, so a hook may see one question twice). The answer to a delivered question reaches
 	// the manager as a steer to the root (WriteWorkerSteer, agentrt
 	// supervise steer); a worker's question it escalated stays open (and
 	// holds stop when blocking) until the manager answers it.
