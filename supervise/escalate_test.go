@@ -150,7 +150,8 @@ func TestEscalateQuestionDecidesTheRootsAskParent(t *testing.T) {
 // and the answer the manager gives once the caller answered reaches the
 // waiting worker. Not delivered, the reply is no-parent with the last
 // decider's guidance and the question stays open. escalateTo user does
-// not call the hook.
+// not call the hook. Undecided, it is among the re-entry's open
+// questions (behaviour 40).
 func TestEscalateQuestionDecidesTheRootsEscalationToParent(t *testing.T) {
 	for _, delivered := range []bool{true, false} {
 		t.Run(map[bool]string{true: "delivered", false: "refused"}[delivered], func(t *testing.T) {
@@ -169,12 +170,14 @@ func TestEscalateQuestionDecidesTheRootsEscalationToParent(t *testing.T) {
 			}
 			var escalated, toUser, stop, answered, settled map[string]any
 			var status string
+			var reentry supervise.ReentryState
 			o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
 				tool(t, ctx, c, supervise.VerbSpawnWorker, spawnArgs("paint"))
 				tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"question"}, "timeoutMs": 60000})
 				escalated = tool(t, ctx, c, supervise.VerbAnswerQuestion, map[string]any{"questionId": "q1", "escalateTo": "parent", "escalateReason": "a product call"})
 				toUser = tool(t, ctx, c, supervise.VerbAnswerQuestion, map[string]any{"questionId": "q1", "escalateTo": "user"})
 				status = c.ListQuestions().Questions[0].Status
+				reentry = c.Reentry()
 				stop = tool(t, ctx, c, supervise.VerbStop, map[string]any{"reason": "enough"})
 				answered = tool(t, ctx, c, supervise.VerbAnswerQuestion, map[string]any{"questionId": "q1", "answer": "blue"})
 				settled = tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"settled"}, "timeoutMs": 60000})
@@ -201,6 +204,10 @@ func TestEscalateQuestionDecidesTheRootsEscalationToParent(t *testing.T) {
 			}
 			if stop["error"] != "unresolved-blocking-questions" {
 				t.Errorf("stop while the escalated blocks-run question is undecided: %v", stop)
+			}
+			// Still the manager's to decide: a re-entry lists it open.
+			if len(reentry.OpenQuestions) != 1 || reentry.OpenQuestions[0].ID != "q1" {
+				t.Errorf("the re-entry's open questions %+v, want q1", reentry.OpenQuestions)
 			}
 			ev, _ := settled["event"].(map[string]any)
 			if answered["delivered"] != true || ev["output"] != "answer: blue DONE" {
