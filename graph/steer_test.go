@@ -175,6 +175,49 @@ func TestAnswerIsAuthorized(t *testing.T) {
 	}
 }
 
+// §3.6 escalateQuestion, forwarded: the graph root's escalation of a
+// worker's question to parent reaches Supervise.EscalateQuestion
+// (queued-for-parent, the question undecided), and the root's later
+// answer still reaches the worker.
+func TestEscalateQuestionIsForwarded(t *testing.T) {
+	o := options(t, askingWorkers{}, nil)
+	o.Supervise.Router = nil
+	var seen []supervise.Question
+	o.Supervise.EscalateQuestion = func(_ context.Context, q supervise.Question) (supervise.EscalationOutcome, error) {
+		seen = append(seen, q)
+		return supervise.EscalationOutcome{Delivered: true, To: "the graph's operator"}, nil
+	}
+	var escalated supervise.AnswerResult
+	o.Brain = graph.BrainFunc(func(ctx context.Context, d *graph.Driver, _ string) (supervise.BrainReport, error) {
+		if _, err := d.Spawn(ctx, supervise.SpawnArgs{Profile: "coder", Task: "t"}); err != nil {
+			return supervise.BrainReport{}, err
+		}
+		ev, err := d.Await(ctx, supervise.AwaitArgs{TimeoutMS: 30000, Kinds: []string{supervise.EventQuestion}})
+		if err != nil || ev.Event == nil {
+			return supervise.BrainReport{}, errors.Join(err, errors.New("no question"))
+		}
+		id := ev.Event.Question.ID
+		if escalated, err = d.AnswerQuestion(ctx, supervise.AnswerArgs{QuestionID: id, EscalateTo: "parent"}); err != nil {
+			return supervise.BrainReport{}, err
+		}
+		if _, err := d.AnswerQuestion(ctx, supervise.AnswerArgs{QuestionID: id, Answer: "sk-9"}); err != nil {
+			return supervise.BrainReport{}, err
+		}
+		_, err = d.Await(ctx, supervise.AwaitArgs{TimeoutMS: 30000})
+		return supervise.BrainReport{}, err
+	})
+	res, err := graph.RunGraph(context.Background(), starGraph(t), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if escalated.Status != supervise.StatusQueuedForParent || len(seen) != 1 || seen[0].From != "g:s1" {
+		t.Errorf("escalation %+v, hook saw %+v; want queued-for-parent once for g:s1's question", escalated, seen)
+	}
+	if w := res.Result.Winner; w == nil || w.Text != "patch with sk-9" {
+		t.Errorf("winner = %+v, want the later answer used", w)
+	}
+}
+
 // §3.6 authorizeMessage, owned by supervise: a steer another process
 // writes into a graph run's dir (what agentrt steer does) passes the
 // graph's AuthorizeMessage too — with no edge, since it travels none —

@@ -110,6 +110,9 @@ type core struct {
 	finalizer        Finalizer
 	finalizerTimeout time.Duration
 	authorizeMessage func(ctx context.Context, m DownMessage) (string, error)
+	// escalateQuestion is Options.EscalateQuestion.
+	escalateQuestion func(ctx context.Context, q Question) (EscalationOutcome, error)
+	escalateTimeout  time.Duration
 	logger           *slog.Logger
 	now              func() time.Time
 
@@ -145,7 +148,11 @@ type core struct {
 	// rerunCalls are the calls of the manager's recorded transcript
 	// that no recorded tool message answers (setRerunCalls).
 	rerunCalls map[string]bool
-	exhausted  bool
+	// escalatedCalls are the root's escalations an earlier process
+	// journaled, by the tool call that made them (replayQuestions): that
+	// call, run again, gets its outcome back (rerunEscalation).
+	escalatedCalls map[string]EscalationRecord
+	exhausted      bool
 	// breaker is the restart-intensity breaker (nil when off); tripped
 	// is its trip and abortWhy a caller's abort (RootHandle.Abort), once
 	// either ended the run, here or in the journal an earlier process
@@ -1610,7 +1617,7 @@ type StopResult struct {
 func (c *Coordinator) Stop(a StopArgs) (StopResult, error) {
 	c.mu.Lock()
 	for _, q := range c.questions {
-		if q.to == c.self && (q.Urgency == UrgencyBlocksRun || q.Urgency == UrgencyBlocksStep) && q.Status == "open" {
+		if q.to == c.self && (q.Urgency == UrgencyBlocksRun || q.Urgency == UrgencyBlocksStep) && q.decision == nil && (q.Status == "open" || q.Status == "escalated") {
 			c.mu.Unlock()
 			return StopResult{}, &VerbRefusal{Code: "unresolved-blocking-questions", Reason: "question " + q.ID + " (" + string(q.Urgency) + ") is undecided"}
 		}

@@ -20,10 +20,15 @@ func TestQuestionDecisionsEscalateDeferAndRefusals(t *testing.T) {
 	o := baseOptions(t, askingExecutor, nil)
 	o.RunDir = t.TempDir()
 	got := map[string]map[string]any{}
+	guided := map[string]bool{}
 	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
 		call := func(name, verb string, args map[string]any) {
 			r := tool(t, ctx, c, verb, args)
 			delete(r, "reason")
+			if g, _ := r["guidance"].(string); g != "" {
+				guided[name] = true
+			}
+			delete(r, "guidance")
 			got[name] = r
 		}
 		tool(t, ctx, c, supervise.VerbSpawnWorker, spawnArgs("paint"))
@@ -63,6 +68,11 @@ func TestQuestionDecisionsEscalateDeferAndRefusals(t *testing.T) {
 		if diff := cmp.Diff(want, got[name]); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", name, diff)
 		}
+	}
+	// A question that reached no parent tells the manager it is the
+	// last decider (§3.6 escalateQuestion).
+	if want := map[string]bool{"escalated": true, "own question": true}; !cmp.Equal(want, guided) {
+		t.Errorf("guided replies %v, want %v", guided, want)
 	}
 	if settled["output"] != "defer:  DONE" {
 		t.Errorf("the worker did not go on with the deferral: %v", got["settled"])

@@ -120,7 +120,9 @@
 //	                 its process, so one question is open (a nested
 //	                 manager's ask whose result was journaled is not
 //	                 run again: its question is open again, see
-//	                 Questions)
+//	                 Questions); the root's call whose escalation was
+//	                 journaled answers that outcome, replayed, and
+//	                 neither asks nor calls EscalateQuestion again
 //	answer_question  a decision an earlier process delivered, given
 //	                 again, is answered delivered, replayed, and not
 //	                 sent; another is refused already-decided; one that
@@ -325,6 +327,28 @@
 // TestResumedRunReoffersTheLeadsQuestionFromStoreJournalWithoutRunDir).
 // A store journal written before it held them falls back to the run
 // dir's coordination log.
+//
+// Where the root's question goes (§3.6 escalateQuestion). The run's root
+// manager has no parent manager: its ask_parent, and its answer_question
+// escalating to parent, hand the question to Options.EscalateQuestion,
+// called through callHook and bounded by DefaultEscalateQuestionTimeout.
+// Delivered (the hook names who holds it), the reply is queued-for-parent
+// with that name, and the question is listed escalated: the root's own
+// question is decided so (its answer reaches the manager as a steer to
+// the root), a worker's stays undecided — answerable, and holding stop
+// while blocking — until the manager answers it. Otherwise — no hook
+// (there is no default operator queue), a refusal, an error, a panic, a
+// hook that does not answer in time — the reply is no-parent with the
+// reason and the guidance that the manager is the last decider and must
+// not wait; the root's own question is listed expired, a worker's stays
+// open. escalateTo user does not call the hook. Nested managers never
+// call it: their parent is their parent manager, and the chain ends at
+// the root. Every escalation is journaled record-only (CoordRecord kind
+// escalation; KindQuestionEscalated in a store journal) with the tool
+// call that made it: a resumed manager whose loop runs that call again
+// gets its outcome back (replayed) and the hook is not called again
+// (TestEscalateQuestionNotCalledAgainOnResume); a question an earlier
+// process escalated delivered is listed escalated, decided.
 //
 // What a resumed run owes a question (§3.6 "Questions" and "Persistence
 // & resume": the coordination log is evidence, never auto-delivered). An

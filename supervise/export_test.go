@@ -26,6 +26,13 @@ func WithSpawnLogWrapper(ctx context.Context, wrap func(SpawnLog) SpawnLog) cont
 	return context.WithValue(ctx, spawnLogWrapKey{}, wrap)
 }
 
+// WithEscalateTimeout returns a context on which Supervise bounds each
+// call of its EscalateQuestion by d instead of
+// DefaultEscalateQuestionTimeout.
+func WithEscalateTimeout(ctx context.Context, d time.Duration) context.Context {
+	return context.WithValue(ctx, escalateTimeoutKey{}, d)
+}
+
 // WithStopRuleTimeout returns a context on which Supervise bounds each
 // call of its StopRule and OnProgressStop by d instead of
 // DefaultStopRuleTimeout.

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -407,7 +408,9 @@ func awaitQuestion(ctx context.Context, c *supervise.Coordinator) (*supervise.Qu
 // grandchild's question reaches its lead; the lead escalates it to its
 // parent, the root, whose answer reaches the grandchild; the lead's own
 // ask_parent is queued for the root (not no-parent) and the root's
-// answer joins the lead's inbox.
+// answer joins the lead's inbox. The run's EscalateQuestion is not
+// called: a nested manager's parent is its parent manager; the hook is
+// the top of the chain, the root's.
 func TestNestedQuestionEscalatesFromGrandchildToRoot(t *testing.T) {
 	var grandOut string
 	exec := supervise.ExecutorFunc(func(ctx context.Context, w supervise.Work) (supervise.WorkResult, error) {
@@ -477,9 +480,17 @@ func TestNestedQuestionEscalatesFromGrandchildToRoot(t *testing.T) {
 	o := nestedOptions(t, exec, nil, nil)
 	o.Brain, o.BudgetExempt = root, true
 	o.ManagerBrain = func(*profile.Profile) supervise.Brain { return lead }
+	var hookCalls atomic.Int64
+	o.EscalateQuestion = func(context.Context, supervise.Question) (supervise.EscalationOutcome, error) {
+		hookCalls.Add(1)
+		return supervise.EscalationOutcome{Delivered: true, To: "the operator"}, nil
+	}
 	res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "ship", o)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if n := hookCalls.Load(); n != 0 {
+		t.Errorf("EscalateQuestion was called %d times; a nested manager's questions go to its parent manager", n)
 	}
 	if escStatus != "queued-for-parent" || askStatus != "queued-for-parent" {
 		t.Errorf("escalation %q, ask_parent %q; want queued-for-parent for both", escStatus, askStatus)

@@ -114,8 +114,9 @@ type Question struct {
 	Urgency  Urgency          `json:"urgency"`
 	Options  []QuestionOption `json:"options,omitzero"`
 	// Status is open, answered, deferred, escalated (a nested manager
-	// queued it for its parent) or expired (its asker stopped waiting
-	// before a decision reached it).
+	// queued it for its parent, or the run's EscalateQuestion received
+	// it from the root) or expired (its asker stopped waiting before a
+	// decision reached it).
 	Status string `json:"status"`
 	// To is the nested manager asked; empty for the run's root manager.
 	To NodeID `json:"to,omitzero"`
@@ -264,13 +265,25 @@ func (c *Coordinator) Ask(ctx context.Context, a AskArgs) (Decision, error) {
 type AskParentResult struct {
 	QuestionID string `json:"questionId"`
 	Status     string `json:"status"`
+	// Reason says who holds the question now (queued-for-parent) or why
+	// nothing received it (no-parent); Guidance what the manager is to
+	// do; To who holds it, when the run's EscalateQuestion received it.
+	Reason   string `json:"reason,omitzero"`
+	Guidance string `json:"guidance,omitzero"`
+	To       string `json:"to,omitzero"`
+	// Replayed: an earlier process of the run made this very call and
+	// escalated its question; nothing is asked again.
+	Replayed bool `json:"replayed,omitzero"`
 }
 
-// AskParent records the manager's own question. The run's root has no
-// parent, so its reply is no-parent, the question kept for
-// list_questions and the journal; a nested manager's question is queued
-// at its parent manager (queued-for-parent), and the decision made there
-// joins the nested manager's inbox.
+// AskParent records the manager's own question. A nested manager's
+// question is queued at its parent manager (queued-for-parent), and the
+// decision made there joins the nested manager's inbox. The run's root
+// has no parent manager: its question, kept for list_questions and the
+// journal, goes to Options.EscalateQuestion — queued-for-parent when
+// that received it, else no-parent (as without the hook: there is no
+// default operator queue), the manager told it is the last decider
+// (askRootParent).
 func (c *Coordinator) AskParent(ctx context.Context, a AskArgs) (AskParentResult, error) {
 	if a.From == "" || c.parent != nil {
 		a.From = c.self // a nested manager asks as itself
@@ -289,11 +302,7 @@ func (c *Coordinator) AskParent(ctx context.Context, a AskArgs) (AskParentResult
 		})
 		return AskParentResult{QuestionID: id, Status: "queued-for-parent"}, nil
 	}
-	q, _ := c.addQuestion(ctx, a, false)
-	c.mu.Lock()
-	q.Status, q.decision = "expired", &Decision{Kind: "escalate", EscalateTo: "parent", EscalateReason: "no-parent"}
-	c.mu.Unlock()
-	return AskParentResult{QuestionID: q.ID, Status: "no-parent"}, nil
+	return c.askRootParent(ctx, a)
 }
 
 // ListQuestionsArgs are list_questions' arguments: a page of at most
@@ -376,16 +385,25 @@ type AnswerResult struct {
 	Delivered  bool   `json:"delivered"`
 	Status     string `json:"status"`
 	// Replayed: an earlier process of the run delivered this very
-	// decision (a call a resumed manager runs again); it is not sent
-	// again.
+	// decision, or escalated this very call's question (a call a resumed
+	// manager runs again); it is not sent again.
 	Replayed bool `json:"replayed,omitzero"`
+	// Reason and Guidance are a root escalation's (escalateTo parent):
+	// who holds the question now or why nothing received it, and what
+	// the manager is to do.
+	Reason   string `json:"reason,omitzero"`
+	Guidance string `json:"guidance,omitzero"`
 }
 
 // AnswerQuestion decides a question and routes the decision to its
-// asker. An escalation from the root goes nowhere (no-parent) and
-// leaves the question open; a nested manager's escalation to parent
-// asks its parent manager, whose decision reaches the asker.
+// asker. The root's escalation to parent goes to Options.EscalateQuestion
+// (queued-for-parent or no-parent) and leaves the question undecided
+// (escalateRootDecision); a nested manager's escalation to parent asks
+// its parent manager, whose decision reaches the asker.
 func (c *Coordinator) AnswerQuestion(ctx context.Context, a AnswerArgs) (AnswerResult, error) {
+	if c.parent == nil && a.EscalateTo == "parent" {
+		return c.escalateRootDecision(ctx, a)
+	}
 	if a.Answer != "" && c.authorizeMessage != nil {
 		// An answer is a message down to its asker: the product's
 		// authority sees it first (Options.AuthorizeMessage), and a

@@ -46,6 +46,22 @@ func (c *Coordinator) replayQuestions(ctx context.Context, prior []Record) {
 			case "defer":
 				q.Status = "deferred"
 			}
+		case r.Kind == CoordEscalation && r.Escalation != nil:
+			// The root escalated it: the call that did gets its outcome
+			// back if the resumed manager runs it again (rerunEscalation),
+			// and one delivered is listed escalated — decided, so it
+			// holds no stop: its asker ended with that process.
+			e := *r.Escalation
+			if e.Call != "" {
+				if c.escalatedCalls == nil {
+					c.escalatedCalls = map[string]EscalationRecord{}
+				}
+				c.escalatedCalls[e.Call] = e
+			}
+			if q := byID[r.QuestionID]; q != nil && e.Delivered && q.decision == nil {
+				q.Status = "escalated"
+				q.decision = &Decision{Kind: "escalate", EscalateTo: "parent", EscalateReason: StatusQueuedForParent}
+			}
 		}
 	}
 }
@@ -93,6 +109,9 @@ func questionRecord(r CoordRecord) (Record, bool) {
 	case r.Kind == CoordDecision && r.Decision != nil:
 		d := *r.Decision
 		return Record{Kind: KindQuestionDecided, QuestionID: r.QuestionID, Decision: &d, Delivered: r.Delivered}, true
+	case r.Kind == CoordEscalation && r.Escalation != nil:
+		e := *r.Escalation
+		return Record{Kind: KindQuestionEscalated, Node: e.From, QuestionID: r.QuestionID, Escalation: &e}, true
 	}
 	return Record{}, false
 }
@@ -105,6 +124,8 @@ func coordRecord(r Record) (CoordRecord, bool) {
 		return CoordRecord{Kind: CoordQuestion, QuestionID: r.QuestionID, Question: r.Question}, true
 	case r.Kind == KindQuestionDecided && r.Decision != nil:
 		return CoordRecord{Kind: CoordDecision, QuestionID: r.QuestionID, Decision: r.Decision, Delivered: r.Delivered}, true
+	case r.Kind == KindQuestionEscalated && r.Escalation != nil:
+		return CoordRecord{Kind: CoordEscalation, QuestionID: r.QuestionID, Escalation: r.Escalation}, true
 	}
 	return CoordRecord{}, false
 }

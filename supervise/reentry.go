@@ -148,7 +148,7 @@ func (c *Coordinator) Reentry() ReentryState {
 	out.InDoubt, out.InDoubtOmitted = firstN(inDoubt, MaxReentryWorkers)
 	var open []ReentryQuestion
 	for _, q := range c.questionsTo[c.self] {
-		if q.decision == nil && q.Status == "open" {
+		if q.decision == nil && (q.Status == "open" || q.Status == "escalated") { // escalated by the root, still its to decide
 			open = append(open, ReentryQuestion{ID: q.ID, From: q.From, Urgency: q.Urgency, Question: clip(q.Question.Question, MaxReentryText)})
 		}
 	}

@@ -47,6 +47,9 @@ type CoordRecord struct {
 	Decision   *Decision      `json:"decision,omitzero"`
 	Delivered  bool           `json:"delivered,omitzero"`
 	Finding    *FindingRecord `json:"finding,omitzero"`
+	// Escalation is an escalation record's (Kind "escalation"): a
+	// question that left the run's root manager, and what became of it.
+	Escalation *EscalationRecord `json:"escalation,omitzero"`
 }
 
 // Coordination log record kinds.
@@ -54,6 +57,9 @@ const (
 	CoordQuestion = "question"
 	CoordDecision = "decision"
 	CoordFinding  = "finding"
+	// CoordEscalation is a question the run's root manager escalated
+	// (Options.EscalateQuestion), record-only.
+	CoordEscalation = "escalation"
 )
 
 // Finding outcomes.
@@ -112,6 +118,9 @@ const (
 	// (replayQuestions).
 	KindQuestionAsked   = "question-asked"
 	KindQuestionDecided = "question-decided"
+	// KindQuestionEscalated is a question the root escalated
+	// (Escalation), journaled so too.
+	KindQuestionEscalated = "question-escalated"
 	// KindBreakerTripped is the restart-intensity breaker's trip
 	// (Breaker; Node the worker whose down tripped it), and KindAborted
 	// a caller's RootHandle.Abort (Reason): journaled before either is
@@ -224,6 +233,9 @@ type Record struct {
 	QuestionID string    `json:"questionId,omitzero"`
 	Question   *Question `json:"question,omitzero"`
 	Decision   *Decision `json:"decision,omitzero"`
+	// Escalation is a question-escalated record's
+	// (KindQuestionEscalated).
+	Escalation *EscalationRecord `json:"escalation,omitzero"`
 	// Breaker is a breaker-tripped record's trip (KindBreakerTripped).
 	Breaker *BreakerTrip `json:"breaker,omitzero"`
 	// AtMS is when a progress-stopped record's stop happened, and when a

@@ -107,6 +107,26 @@ type Options struct {
 	// an earlier process accepted and a resumed run re-offers to its
 	// manager is authorized again.
 	AuthorizeMessage func(ctx context.Context, m DownMessage) (string, error)
+	// EscalateQuestion, when set, is where a question leaves the run's
+	// root manager (§3.6 escalateQuestion): its ask_parent, and its
+	// answer_question escalateTo parent. It answers delivered, naming who
+	// holds the question now (the verb replies queued-for-parent), or
+	// not, with a reason (no-parent: the manager is told it is the last
+	// decider and must not wait). An error, a panic, or no answer within
+	// DefaultEscalateQuestionTimeout is not delivered, the error's text
+	// the reason. Unset, every such question reaches no parent: there is
+	// no default operator queue. Nested managers do not call it: a
+	// nested manager's parent is its parent manager, and the question
+	// chain ends at the root, which calls it. Every escalation is
+	// journaled record-only (CoordEscalation); a resumed manager running
+	// again the call that made one gets its outcome back, and the hook
+	// is not called again (a process that ends between the hook's answer
+	// and its record leaves no outcome: the call run again calls it
+	// again, so a hook may see one question twice). The answer to a delivered question reaches
+	// the manager as a steer to the root (WriteWorkerSteer, agentrt
+	// supervise steer); a worker's question it escalated stays open (and
+	// holds stop when blocking) until the manager answers it.
+	EscalateQuestion func(ctx context.Context, q Question) (EscalationOutcome, error)
 	// Profiles are the worker profiles spawn_worker may name, by name.
 	Profiles map[string]*profile.Profile
 	// AuthoredProfiles lets spawn_worker take an authored AgentProfile
@@ -683,6 +703,7 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	c := &Coordinator{self: NodeID(runID), wake: make(chan struct{}), core: &core{runID: runID, pool: pool, log: log, exec: exec, profiles: o.Profiles,
 		authoredOK: o.AuthoredProfiles, authorizeHook: o.AuthorizeSpawn != nil, check: o.Deliverable,
 		finalizer: o.Finalizer, finalizerTimeout: o.FinalizerTimeout, authorizeMessage: o.AuthorizeMessage,
+		escalateQuestion: o.EscalateQuestion, escalateTimeout: escalateTimeout(ctx),
 		logger: logger, now: now, workers: map[NodeID]*worker{}, ctl: newControl(runDir, ctx.Value(noControlScanKey{}) != nil),
 		lenses: lenses, analysts: map[NodeID]analystOf{}, afterSettle: o.AfterSettle, requested: map[string]bool{},
 		analystModel: o.AnalystModel, analystStops: map[NodeID]string{},

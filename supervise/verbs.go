@@ -203,7 +203,7 @@ func (c *Coordinator) Tools() ([]contract.Tool, error) {
 		}
 		return c.ReadJournal(a), nil
 	}))
-	add(verb(VerbAskParent, "Ask this manager's parent a question {from, level, question, reason, urgency, options?: [{label, tradeoff}]}.", c.AskParent,
+	add(verb(VerbAskParent, "Ask this manager's parent a question {from, level, question, reason, urgency, options?: [{label, tradeoff}]}. Read its status: queued-for-parent means a parent now holds the question and its answer will reach you; no-parent means nothing will route an answer back, so decide it yourself and do not wait.", c.AskParent,
 		tools.WithInference(&jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{reflect.TypeFor[QuestionOption](): questionOptionSchema()}})))
 	add(verb(VerbListQuestions, "List the questions workers asked this manager, with their status, in the order asked, a page at a time: limit questions (default 50, at most 100) from cursor (the previous page's nextCursor); more says whether questions remain.", func(_ context.Context, a ListQuestionsArgs) (QuestionList, error) {
 		return c.ListQuestionsPage(a)
