@@ -365,6 +365,10 @@ var superviseOptionClass = map[string]string{
 	"ChildSettleGrace": classForwarded, "StopRule": classForwarded, "OnProgressStop": classForwarded,
 	"ExtraTools":       classOwned,
 	"AuthorizeMessage": classOwned, "Finalizer": classForwarded, "FinalizerTimeout": classForwarded,
+	// The reference's runGraph forwards resolveSupervisorTools: the
+	// graph's root (its router brain's DriveTools, or Driver.NodeTools
+	// for a caller's Brain) and every nested manager get their own.
+	"ResolveSupervisorTools": classForwarded,
 }
 
 // checkOptions refuses a supervise option the graph owns: a caller value
