@@ -199,6 +199,19 @@ func (b *HarnessBrain) Drive(ctx context.Context, c *supervise.Coordinator, task
 		t.Run = withSteers(t.Run, inbox)
 		offered = append(offered, t)
 	}
+	// The manager's own product tools (supervise
+	// Options.ResolveSupervisorTools), served beside the verbs and
+	// journaled call by call; a manager whose tools cannot be resolved
+	// is not started.
+	own, err := c.NodeTools(ctx, task)
+	if err != nil {
+		return supervise.BrainReport{}, err
+	}
+	offered = append(offered, own...)
+	ownNames := make([]string, len(own))
+	for i, t := range own {
+		ownNames[i] = t.Name
+	}
 	srv, err := Serve(ctx, c, ServeOptions{Tools: offered, Logger: b.o.Logger, Version: b.o.Version})
 	if err != nil {
 		return supervise.BrainReport{}, err
@@ -218,7 +231,7 @@ func (b *HarnessBrain) Drive(ctx context.Context, c *supervise.Coordinator, task
 	// (supervise.Coordinator.DriveAttempts), over the same endpoint and
 	// the same live workers.
 	report, err := c.DriveAttempts(ctx, func(ctx context.Context, attempt int, r *supervise.DriverReentry) (supervise.BrainReport, error) {
-		return b.turn(ctx, c, p, st, b.prompt(c, task, r), submitted)
+		return b.turn(ctx, c, p, st, b.prompt(c, task, ownNames, r), submitted)
 	})
 	// The harness's last turn has ended: a steer it has not taken by now
 	// never reaches its model, so it is not_live at once (Seal, not
@@ -413,10 +426,11 @@ func (b *HarnessBrain) mounted(runDir string) (*profile.Profile, error) {
 // prompt is the manager's turn: the task, then how to work through the
 // coordination tools (named explicitly, so the harness does not reach
 // for its own sub-agent tool, which would bypass the journal, the pool
-// and the check), and on a resumed run, or a turn the run enters again
-// (r: a retry, a pause, a re-prompt), the re-entry note (reentryNote)
-// and, for the latter, why (reentryReason).
-func (b *HarnessBrain) prompt(c *supervise.Coordinator, task string, r *supervise.DriverReentry) string {
+// and the check), the names of the manager's own product tools (own) the
+// same server serves, and on a resumed run, or a turn the run enters
+// again (r: a retry, a pause, a re-prompt), the re-entry note
+// (reentryNote) and, for the latter, why (reentryReason).
+func (b *HarnessBrain) prompt(c *supervise.Coordinator, task string, own []string, r *supervise.DriverReentry) string {
 	var s strings.Builder
 	s.WriteString(task)
 	s.WriteString("\n\n---\nYou are the manager of supervised run ")
@@ -437,6 +451,9 @@ func (b *HarnessBrain) prompt(c *supervise.Coordinator, task string, r *supervis
 		s.WriteString("; what is delivered: " + d)
 	}
 	s.WriteString(". When a worker delivered, or you have the result, submit it with submit_result (if granted), or end with stop.\n")
+	if len(own) > 0 {
+		s.WriteString("The same server serves this run's own tools for you to call yourself: " + strings.Join(own, ", ") + ".\n")
+	}
 	s.WriteString("A coordination tool's result may carry \"" + SteersMember + "\": messages the run's operator sent you while you worked; follow them.\n")
 	switch st := c.Reentry(); {
 	case r != nil:

@@ -83,6 +83,21 @@
 // stand-in harness that calls the verbs through the real relay process
 // (steer_test.go), not yet with the real CLIs.
 //
+// Product tools (§3.6 resolveSupervisorTools): when the run has
+// supervise.Options.ResolveSupervisorTools, HarnessBrain resolves the
+// root manager's own tools once (supervise.Coordinator.NodeTools) and
+// serves them on the same endpoint beside the granted verbs, so the
+// relay lists and forwards them as it does the verbs; the prompt names
+// them. Each call is journaled before and after it runs, and its context
+// ends when the manager's does, not only when its request does; a call
+// over MCP carries no model call id, so every call runs (a resumed
+// run's harness is a new session that makes calls of its own). A
+// resolver that fails ends the run driver-failed before the harness
+// starts. An external harness drives only the root (ErrNestedHarness),
+// so a nested manager's product tools are its router brain's.
+// Verified with the stand-in harness through the real relay
+// (nodetools_test.go).
+//
 // HarnessBrain is verified end to end with the real claude-code
 // (2.1.197), codex (0.171.0) and opencode (1.18.33) binaries against
 // local scripted model endpoints: each calls the relayed verbs as its

@@ -42,8 +42,14 @@ const steerWait = 60 * time.Second
 // turn's MCP server coordmcp.MCPServerName and runs play on it; play's
 // text is the turn's answer, and its error fails the turn and the test.
 func standInHarness(t *testing.T, play func(ctx context.Context, cs *mcp.ClientSession) (string, error)) *scripted.Provider {
+	return standInHarnessPrompted(t, func(ctx context.Context, _ string, cs *mcp.ClientSession) (string, error) { return play(ctx, cs) })
+}
+
+// standInHarnessPrompted is standInHarness whose play is also given the
+// turn's prompt.
+func standInHarnessPrompted(t *testing.T, play func(ctx context.Context, prompt string, cs *mcp.ClientSession) (string, error)) *scripted.Provider {
 	return scripted.New(nil, scripted.Options{Name: "stand-in", MountsMCP: true,
-		OnPrompt: func(ctx context.Context, _ string, pc scripted.PromptContext) ([]contract.EnvironmentEvent, error) {
+		OnPrompt: func(ctx context.Context, prompt string, pc scripted.PromptContext) ([]contract.EnvironmentEvent, error) {
 			if pc.Input == nil || pc.Input.Profile == nil {
 				return nil, errors.New("the turn carries no profile")
 			}
@@ -66,7 +72,7 @@ func standInHarness(t *testing.T, play func(ctx context.Context, cs *mcp.ClientS
 				return nil, fmt.Errorf("starting the relay: %w", err)
 			}
 			defer cs.Close()
-			text, err := play(ctx, cs)
+			text, err := play(ctx, prompt, cs)
 			if err != nil {
 				t.Errorf("the harness's turn: %v", err)
 				return nil, err

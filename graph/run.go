@@ -24,16 +24,18 @@ import (
 //
 // Supervise carries every supervise option, classified: Budget,
 // Deliverable, Profiles, Brain, AfterSettle, OnResume, AuthorizeMessage
-// (pass Options.AuthorizeMessage), AuthoredProfiles and Reprompt are
-// owned by the graph and refused when set (*ConfigError naming the
-// field);
+// (pass Options.AuthorizeMessage), AuthoredProfiles, ExtraTools and
+// Reprompt are owned by the graph and refused when set (*ConfigError
+// naming the field);
 // Router, MaxTurns, Now and Logger are read by the graph's router brain
 // too; WorkspaceRoot without RunDir becomes RunDir
 // (supervise.RunDirIn);
 // everything else (Executor, Workers, PerWorker, MaxLiveWorkers,
 // AuthorizeSpawn — which sees a pinned node's request, Profile being the
-// node id — RunDir, RunID, Resume, Analysts, Finalizer, …) is
-// forwarded verbatim.
+// node id — RunDir, RunID, Resume, Analysts, Finalizer,
+// ResolveSupervisorTools — the root's own product tools the router brain
+// offers, or Driver.NodeTools gives a caller's Brain, and each nested
+// manager's —, …) is forwarded verbatim.
 // Analysts are the lenses beside supervise.BuiltinLenses an analyzes
 // edge may name. Resume continues the graph run journaled in RunDir
 // (see RunGraph). Options is a Go
@@ -741,6 +743,15 @@ func (d *Driver) Ledger() []LedgerRow {
 	d.r.mu.Lock()
 	defer d.r.mu.Unlock()
 	return slices.Clone(d.r.ledger)
+}
+
+// NodeTools returns the root manager's own product tools
+// (supervise.Options.ResolveSupervisorTools, which a graph forwards),
+// resolved once and journaled call by call: what a caller's Brain offers
+// its model beside Tools. The router brain offers them itself. task is
+// the root's task, as Brain.Drive was given it.
+func (d *Driver) NodeTools(ctx context.Context, task string) ([]contract.Tool, error) {
+	return d.c.NodeTools(ctx, task)
 }
 
 // Tools returns the coordination verbs as tools, as supervise names

@@ -366,6 +366,10 @@ var superviseOptionClass = map[string]string{
 	"ExtraTools":       classOwned,
 	"AuthorizeMessage": classOwned, "Finalizer": classForwarded, "FinalizerTimeout": classForwarded,
 	"EscalateQuestion": classForwarded,
+	// The reference's runGraph forwards resolveSupervisorTools: the
+	// graph's root (its router brain's DriveTools, or Driver.NodeTools
+	// for a caller's Brain) and every nested manager get their own.
+	"ResolveSupervisorTools": classForwarded,
 }
 
 // checkOptions refuses a supervise option the graph owns: a caller value

@@ -88,6 +88,14 @@ type Coordinator struct {
 	// children it started, joined when its brain returns.
 	turnObs kernel.Observer
 	kids    []chan struct{}
+	// rerunCalls are the calls of this manager's recorded transcript
+	// that no recorded tool message answers (setRerunCalls): its own,
+	// so a nested manager resumed beside the root does not replace the
+	// root's (core.mu).
+	rerunCalls map[string]bool
+	// ownTools is this manager's product tools, resolved once
+	// (NodeTools).
+	ownTools nodeTools
 }
 
 // core is the state of a supervised run that every manager's view
@@ -145,9 +153,6 @@ type core struct {
 	// journaled, claims it (claimInDoubtReplay); any other call spawns
 	// anew.
 	replayInDoubt map[string][]NodeID
-	// rerunCalls are the calls of the manager's recorded transcript
-	// that no recorded tool message answers (setRerunCalls).
-	rerunCalls map[string]bool
 	// escalatedCalls are the root's escalations an earlier process
 	// journaled, by the tool call that made them (replayQuestions): that
 	// call, run again, gets its outcome back (rerunEscalation).
@@ -176,6 +181,10 @@ type core struct {
 	extraTools   []contract.Tool
 	extraStarted map[string]bool
 	extraDone    map[string]extraOutcome
+	// resolveTools is Options.ResolveSupervisorTools; manager is the
+	// root manager's profile, what the resolver is told of the root.
+	resolveTools func(ctx context.Context, node NodeContext) ([]SupervisorTool, error)
+	manager      *profile.Profile
 
 	// ctl serves the run dir's steer and cancel files (nil without a
 	// run dir).

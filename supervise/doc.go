@@ -725,6 +725,38 @@
 // context ends is not waited for, left in doubt
 // (TestExtraToolThatBlocksIsBoundedByTheRun).
 //
+// Product tools (§3.6 resolveSupervisorTools). ExtraTools stay the root
+// router's static tools; Options.ResolveSupervisorTools gives every
+// manager node — the root and each nested manager — tools of its own.
+// It is called once per manager node, when its brain first asks
+// (Coordinator.NodeTools; again in a resumed process), with the node's
+// trusted NodeContext: RunID (stable across resume: the reference's
+// runNamespace), NodeID (also its ownerId), Depth (0 for the root),
+// AssignmentID (a nested manager's "key:<k>" or "ordinal:<n>" under its
+// parent; "" for the root), a copy of its Profile, and its Task. Each
+// call of a resolved tool is told that context and its call id
+// (ToolCallContext; "" over MCP), and runs with a context that ends when
+// its manager's brain context does — the caller, the deadline, an abort
+// or breaker, a stop, a cancelled parent — even when the transport's
+// request goes on. The router brain offers them in its tool loop (root
+// and nested; a nested manager never sees the root's, nor the root its);
+// coordmcp's HarnessBrain serves them on the coordination MCP beside the
+// verbs (an external harness drives only the root); a caller's Brain
+// gets them from NodeTools. Names follow the ExtraTools rule
+// (checkToolNames: not a verb's, bare or prefixed; not twice; not one of
+// the root's ExtraTools; with a Run). A refused set, or a resolver that
+// errs, panics or has not answered once its manager's context ended
+// (callHook), fails the manager before its loop or endpoint starts, as
+// the reference's act() throws: the root's run ends driver-failed, a
+// nested manager settles failed naming ErrResolveTools
+// (TestResolveSupervisorToolsRefusedAtTheRoot,
+// TestResolveSupervisorToolsNestedRefusalFailsTheLead). Calls are
+// journaled by the ExtraTools machinery; a nested manager's records carry
+// its node (Record.Node), and each manager keeps its own set of re-run
+// calls, so a nested manager's call resumed at a cut is answered from the
+// journal or in doubt, never run twice
+// (TestResolveSupervisorToolsNestedCallActsOnceAcrossResume).
+//
 // Above it, package graph interprets one supervised run as a fixed
 // topology (runGraph) and keeps its edge ledger in this run's journal
 // through Coordinator.Note.

@@ -32,19 +32,32 @@ type extraOutcome struct {
 // coordination verb (bare or prefixed: the manager could no longer
 // coordinate), repeat, are empty, or that have no Run.
 func checkExtraTools(tools []contract.Tool) []error {
+	return checkToolNames("ExtraTools", tools, nil)
+}
+
+// checkToolNames is the one rule for the tools a manager is offered
+// beside its coordination verbs (Options.ExtraTools, and what
+// Options.ResolveSupervisorTools resolves for a manager): each name has
+// one owner, so a tool named empty, as a coordination verb (bare or with
+// ToolPrefix: the manager could no longer coordinate), twice, or as one
+// of taken (another set the same manager is offered) is refused, and so
+// is one with no Run. field names the set in the errors.
+func checkToolNames(field string, tools []contract.Tool, taken map[string]bool) []error {
 	var errs []error
 	seen := map[string]bool{}
 	for i, t := range tools {
 		bare, _ := strings.CutPrefix(t.Name, ToolPrefix)
 		switch {
 		case t.Name == "":
-			errs = append(errs, fmt.Errorf("%w: ExtraTools[%d] has no name", ErrInvalidOptions, i))
+			errs = append(errs, fmt.Errorf("%w: %s[%d] has no name", ErrInvalidOptions, field, i))
 		case slices.Contains(Verbs(), bare):
-			errs = append(errs, fmt.Errorf("%w: ExtraTools[%d] %q collides with a coordination verb", ErrInvalidOptions, i, t.Name))
+			errs = append(errs, fmt.Errorf("%w: %s[%d] %q collides with a coordination verb", ErrInvalidOptions, field, i, t.Name))
 		case seen[t.Name]:
-			errs = append(errs, fmt.Errorf("%w: ExtraTools[%d] %q is named twice", ErrInvalidOptions, i, t.Name))
+			errs = append(errs, fmt.Errorf("%w: %s[%d] %q is named twice", ErrInvalidOptions, field, i, t.Name))
+		case taken[t.Name]:
+			errs = append(errs, fmt.Errorf("%w: %s[%d] %q is already offered to this manager (ExtraTools)", ErrInvalidOptions, field, i, t.Name))
 		case t.Run == nil:
-			errs = append(errs, fmt.Errorf("%w: ExtraTools[%d] %q has no Run (how a call of it is executed)", ErrInvalidOptions, i, t.Name))
+			errs = append(errs, fmt.Errorf("%w: %s[%d] %q has no Run (how a call of it is executed)", ErrInvalidOptions, field, i, t.Name))
 		}
 		seen[t.Name] = true
 	}
@@ -58,19 +71,35 @@ func (c *Coordinator) withExtraTools(manager *profile.Profile) (*profile.Profile
 	if len(c.extraTools) == 0 {
 		return manager, nil, nil
 	}
+	out := make([]contract.Tool, 0, len(c.extraTools))
+	for _, t := range c.extraTools {
+		out = append(out, c.journaledExtraTool(t))
+	}
+	p, err := declareTools(manager, out)
+	if err != nil {
+		return nil, nil, err
+	}
+	return p, out, nil
+}
+
+// declareTools returns a copy of manager that declares ts besides what
+// it declares (the tool loop runs exactly the tools its profile
+// declares); manager itself when ts is empty.
+func declareTools(manager *profile.Profile, ts []contract.Tool) (*profile.Profile, error) {
+	if len(ts) == 0 {
+		return manager, nil
+	}
 	p, err := profile.Clone(manager)
 	if err != nil {
-		return nil, nil, fmt.Errorf("supervise: declaring the extra tools: %w", err)
+		return nil, fmt.Errorf("supervise: declaring the manager's own tools: %w", err)
 	}
 	if p.Tools == nil {
 		p.Tools = map[string]bool{}
 	}
-	out := make([]contract.Tool, 0, len(c.extraTools))
-	for _, t := range c.extraTools {
+	for _, t := range ts {
 		p.Tools[t.Name] = true
-		out = append(out, c.journaledExtraTool(t))
 	}
-	return p, out, nil
+	return p, nil
 }
 
 // errExtraInDoubt is an extra tool call an earlier process started and
@@ -88,18 +117,27 @@ var errExtraInDoubt = errors.New("supervise: this call of the tool started in an
 // "call_<tool>") names a call of its own, which runs. Run is the
 // caller's code: its panic is the call's error (journaled), and a call
 // still running when its context ends is not waited for (left in doubt:
-// it may still act).
+// it may still act). The same machinery journals every manager's
+// product tools (Options.ResolveSupervisorTools): a nested manager's
+// records carry its node (Record.Node), so its calls are keyed apart
+// from another manager's; the root's carry none, as its extra tools'
+// always have.
 func (c *Coordinator) journaledExtraTool(t contract.Tool) contract.Tool {
 	run, name := t.Run, t.Name
+	var node NodeID
+	if c.parent != nil {
+		node = c.self
+	}
 	t.Run = func(ctx context.Context, args canonjson.Value) (canonjson.Value, error) {
 		call := kernel.ToolCallID(ctx)
 		key := name + " " + call
+		mk := extraKey(node, key)
 		c.mu.Lock()
 		var prior extraOutcome
 		var done, started bool
 		if call != "" && c.rerunCalls[call] {
-			prior, done = c.extraDone[key]
-			started = c.extraStarted[key]
+			prior, done = c.extraDone[mk]
+			started = c.extraStarted[mk]
 			if done || started {
 				delete(c.rerunCalls, call)
 			}
@@ -113,11 +151,11 @@ func (c *Coordinator) journaledExtraTool(t contract.Tool) contract.Tool {
 		case started:
 			return canonjson.Value{}, errExtraInDoubt
 		}
-		if err := c.log.append(context.WithoutCancel(ctx), Record{Kind: KindExtraToolCalled, Key: key, Label: name}); err != nil {
+		if err := c.log.append(context.WithoutCancel(ctx), Record{Kind: KindExtraToolCalled, Node: node, Key: key, Label: name}); err != nil {
 			return canonjson.Value{}, fmt.Errorf("supervise: the call was not run: journaling it failed: %w", err)
 		}
 		c.mu.Lock()
-		c.extraStarted[key] = true
+		c.extraStarted[mk] = true
 		c.mu.Unlock()
 		a, answered := callHook(ctx, func(ctx context.Context) (canonjson.Value, error) { return run(ctx, args) })
 		if !answered {
@@ -128,7 +166,7 @@ func (c *Coordinator) journaledExtraTool(t contract.Tool) contract.Tool {
 		if a.panic != nil {
 			out, err = canonjson.Value{}, fmt.Errorf("the tool panicked: %v", a.panic)
 		}
-		rec := Record{Kind: KindExtraToolDone, Key: key, Label: name, Data: out}
+		rec := Record{Kind: KindExtraToolDone, Node: node, Key: key, Label: name, Data: out}
 		o := extraOutcome{out: out}
 		if err != nil {
 			o.errMsg = clip(err.Error(), MaxReasonBytes)
@@ -138,7 +176,7 @@ func (c *Coordinator) journaledExtraTool(t contract.Tool) contract.Tool {
 			c.logger.Error("supervise: journaling an extra tool's result", "tool", name, "err", jerr)
 		}
 		c.mu.Lock()
-		c.extraDone[key] = o
+		c.extraDone[mk] = o
 		c.mu.Unlock()
 		return out, err
 	}
@@ -149,8 +187,18 @@ func (c *Coordinator) journaledExtraTool(t contract.Tool) contract.Tool {
 func (c *Coordinator) replayExtraTool(r Record) {
 	switch r.Kind {
 	case KindExtraToolCalled:
-		c.extraStarted[r.Key] = true
+		c.extraStarted[extraKey(r.Node, r.Key)] = true
 	case KindExtraToolDone:
-		c.extraDone[r.Key] = extraOutcome{out: r.Data, errMsg: r.Reason}
+		c.extraDone[extraKey(r.Node, r.Key)] = extraOutcome{out: r.Data, errMsg: r.Reason}
 	}
+}
+
+// extraKey is the key of a journaled tool call of the manager of node
+// ("" for the root): its record's Key (the tool and the call's id)
+// under that manager.
+func extraKey(node NodeID, key string) string {
+	if node == "" {
+		return key
+	}
+	return string(node) + "\x00" + key
 }

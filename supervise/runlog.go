@@ -139,10 +139,12 @@ const (
 	// decides, §3.6).
 	KindProgressStopped = "progress-stopped"
 	// KindExtraToolCalled and KindExtraToolDone are a call of one of
-	// the root manager's extra tools (Options.ExtraTools; Key the tool
-	// and the call's id, Label the tool) started, and its outcome (Data
-	// its result, or Reason its error): a resumed manager's re-run call
-	// gets the outcome back rather than acting again.
+	// the root manager's extra tools (Options.ExtraTools), or of a
+	// manager's product tools (Options.ResolveSupervisorTools; Node the
+	// nested manager's node, empty for the root), started — Key the tool
+	// and the call's id, Label the tool — and its outcome (Data its
+	// result, or Reason its error): a resumed manager's re-run call gets
+	// the outcome back rather than acting again.
 	KindExtraToolCalled = "extra-tool-called"
 	KindExtraToolDone   = "extra-tool-done"
 )

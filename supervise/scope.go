@@ -178,6 +178,9 @@ type node struct {
 	// carve is the pool its children reserve from, once it has one
 	// (carve.go).
 	carve *carved
+	// assignment is its assignment under the manager that spawned it
+	// (SpawnReply.Assignment).
+	assignment string
 }
 
 func (n *node) live() bool { return n.State.Live() && !n.InDoubt && !n.NeverSettled }
@@ -511,6 +514,7 @@ func (s *Scope) Spawn(req SpawnRequest) (SpawnReply, error) {
 		reply.Assignment = "ordinal:" + strconv.Itoa(s.ordinals[req.Parent])
 		s.ordinals[req.Parent]++
 	}
+	n.assignment = reply.Assignment
 	if prior != nil {
 		reply.Resumed, reply.PriorWorker = ResumedRetried, prior.ID
 		reply.PriorReason = string(prior.State)
@@ -853,6 +857,18 @@ func (s *Scope) Node(id NodeID) (NodeInfo, bool) {
 		return NodeInfo{}, false
 	}
 	return n.NodeInfo, true
+}
+
+// assignmentOf returns node id's assignment under the manager that
+// spawned it ("key:<k>" or "ordinal:<n>"), "" for a node the scope does
+// not hold.
+func (s *Scope) assignmentOf(id NodeID) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n, ok := s.nodes[id]; ok {
+		return n.assignment
+	}
+	return ""
 }
 
 // nodesFrom returns at most max nodes in admission order from the

@@ -355,6 +355,26 @@ type Options struct {
 	// call gets the journaled outcome, and one whose outcome was never
 	// journaled is answered in doubt, not run again.
 	ExtraTools []contract.Tool
+	// ResolveSupervisorTools, when set, gives each manager of the run —
+	// the root and every nested manager — product tools of its own
+	// (§3.6 resolveSupervisorTools): it is called once per manager node,
+	// when its brain first asks (Coordinator.NodeTools), with that
+	// node's trusted identity (NodeContext), and what it returns is
+	// offered to that manager only, beside its coordination verbs — as
+	// tools of its tool loop by the router brain, on the coordination
+	// MCP server by an external harness's brain (coordmcp), and through
+	// NodeTools to a caller's Brain. A name that is a coordination
+	// verb's, repeats, or is one of the root's ExtraTools is refused, and
+	// so is a tool with no Run: the manager's brain then fails (the root's
+	// run ends driver-failed; a nested manager settles failed), as it does
+	// when the resolver returns an error, panics, or has not answered once
+	// the manager's context ended. Each call is journaled as an
+	// ExtraTools call is (at most once across a resume, a started and
+	// unanswered call answered in doubt), and runs with a context that
+	// ends when its manager's does (the caller, the deadline, the
+	// breaker, a stop, its parent). Nil: no product tools; ExtraTools
+	// stay the root router's own.
+	ResolveSupervisorTools func(ctx context.Context, node NodeContext) ([]SupervisorTool, error)
 	// Finalizer, when set, chooses the run's winner among its
 	// candidates at its end (§3.6 finalizer; see Finalizer): the
 	// root's delivered children and the manager's submitted result.
@@ -710,7 +730,8 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 		views: map[NodeID]*Coordinator{}, router: o.Router, maxTurns: o.MaxTurns, managerBrain: o.ManagerBrain, settleGrace: grace,
 		driverLoop: &driverLoop{retry: o.DriverRetry, reprompt: o.Reprompt, onAttempt: o.OnDriverAttempt},
 		progress:   &progressRule{rule: o.StopRule, notify: o.OnProgressStop, timeout: stopRuleTimeout(ctx)},
-		extraTools: o.ExtraTools, extraStarted: map[string]bool{}, extraDone: map[string]extraOutcome{}}}
+		extraTools: o.ExtraTools, extraStarted: map[string]bool{}, extraDone: map[string]extraOutcome{},
+		resolveTools: o.ResolveSupervisorTools, manager: manager}}
 	c.root = c
 	if o.RestartsWithin > 0 {
 		c.breaker = &restartBreaker{max: o.MaxRestarts, within: o.RestartsWithin}

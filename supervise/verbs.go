@@ -315,7 +315,8 @@ func (b *RouterBrain) Drive(ctx context.Context, c *Coordinator, task string) (B
 // spawn_worker, its await_event that names findings) drives its root
 // with them, journaled and resumed as Drive is. Each tool keeps its
 // verb's name (ToolPrefix + verb); the manager is offered those its
-// profile grants.
+// profile grants, and besides them the root's ExtraTools and its own
+// product tools (NodeTools).
 func (b *RouterBrain) DriveTools(ctx context.Context, c *Coordinator, task string, all []contract.Tool) (BrainReport, error) {
 	// The conversation is journaled as it goes (KindTranscript), and a
 	// resumed run goes on from what earlier processes journaled, its
@@ -357,6 +358,17 @@ func (b *RouterBrain) DriveTools(ctx context.Context, c *Coordinator, task strin
 		}
 		manager, offered = m, append(offered, extra...)
 	}
+	// The manager's own product tools (Options.ResolveSupervisorTools),
+	// resolved once for its node and journaled call by call; a manager
+	// whose tools cannot be resolved does not start its loop.
+	own, err := c.NodeTools(ctx, task)
+	if err != nil {
+		return BrainReport{}, err
+	}
+	if manager, err = declareTools(manager, own); err != nil {
+		return BrainReport{}, err
+	}
+	offered = append(offered, own...)
 	opts := kernel.ToolLoopOptions{Model: b.model, Profile: manager, User: task, Tools: offered,
 		MaxToolTurns: b.maxTurns, Logger: c.logger, Now: c.now, Observer: c.turnMeter(journal), Interject: journal.interjector(),
 		Checkpoint: journal.checkpoint, Recorded: recorded,
