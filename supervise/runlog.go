@@ -192,6 +192,12 @@ type Record struct {
 	// SessionRef: where a settled worker's session can be continued from
 	// (WorkResult.SessionRef).
 	SessionRef *SessionRef `json:"sessionRef,omitzero"`
+	// Continuity and ResumeOf are a spawned record's resolved continuity
+	// when it resumes ("resume", and the settled worker it re-attaches
+	// to; §3.6 Continuity, Options.ContinuityByProfile): absent for a
+	// fresh spawn, and in journals written before spawns recorded it.
+	Continuity string `json:"continuity,omitzero"`
+	ResumeOf   NodeID `json:"resumeOf,omitzero"`
 	// Runtime is where a teardown-unconfirmed record's worker ran.
 	Runtime string `json:"runtime,omitzero"`
 	// Provider, EnvironmentID and Destroyed are an environment-teardown
