@@ -142,7 +142,8 @@ const (
 // set: run-started (RunID, StartedAtMS, DeadlineMS, Task, the run's
 // Budget, PerWorker and ManagerDigest), spawned
 // (Node, Parent, Label, Profile, Model, Key, Task, the request's own
-// Budget and the merged ceiling Reserved), settled
+// Budget and the merged ceiling Reserved, and Continuity and ResumeOf
+// when it resolved to resume), settled
 // (Node, State, Spent, OutRef, Verdict, Delivered, Reason, CheckError,
 // Infra), trace-unpropagated (Node, Reason), environment-teardown (Node, Provider, EnvironmentID,
 // Destroyed, Reason the detail), teardown-unconfirmed (Node,
