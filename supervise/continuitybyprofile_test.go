@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentrt/agentrt/ledger"
+	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/supervise"
 )
 
@@ -259,5 +260,65 @@ func cutAfterSpawns(t *testing.T, path string, keep int) {
 	}
 	if err := os.WriteFile(path, []byte(strings.Join(kept, "")), 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// §3.6 stallAfterMs and continuityByProfile reach a nested manager: a
+// lead's spawn_worker without a continuity takes its profile's default
+// (its second writer resumes its first), and its observe_agent judges a
+// held writer by the run's StallAfter.
+func TestNestedManagerTakesStallAfterAndContinuityByProfile(t *testing.T) {
+	clock := &manualClock{now: time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)}
+	exec := &resumingWorkers{resumeOf: map[supervise.NodeID]supervise.NodeID{}}
+	o := nestedOptions(t, exec, nil, nil)
+	o.Now, o.StallAfter = clock.Now, 5*time.Second
+	o.ContinuityByProfile = map[string]supervise.Continuity{"writer": supervise.ContinuityResume}
+	var replies []map[string]any
+	var progress map[string]any
+	o.ManagerBrain = func(*profile.Profile) supervise.Brain {
+		return goLead(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+			replies = append(replies, spawnReply(tool(t, ctx, c, supervise.VerbSpawnWorker, writer("one"))))
+			tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 60000})
+			replies = append(replies, spawnReply(tool(t, ctx, c, supervise.VerbSpawnWorker, writer("hold"))))
+			deadline := time.Now().Add(60 * time.Second)
+			for {
+				exec.mu.Lock()
+				_, started := exec.resumeOf["run1:s1:s3"]
+				exec.mu.Unlock()
+				if started {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the held writer never started")
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			clock.Advance(6 * time.Second)
+			ob := tool(t, ctx, c, supervise.VerbObserveAgent, map[string]any{"workerId": "run1:s1:s3"})
+			progress, _ = ob["progress"].(map[string]any)
+			return supervise.BrainReport{Text: "lead DONE"}, nil
+		})
+	}
+	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		tool(t, ctx, c, supervise.VerbSpawnWorker, map[string]any{"profile": "lead", "task": "lead", "label": "lead",
+			"budget": map[string]any{"maxTokens": 3000, "maxIterations": 5, "maxUsd": 0.5}})
+		tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 60000})
+		return supervise.BrainReport{}, nil
+	})
+	if _, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker, supervise.VerbAwaitEvent), "t", o); err != nil {
+		t.Fatal(err)
+	}
+	wantReplies := []map[string]any{{"workerId": "run1:s1:s2", "continuity": "fresh"}, {"workerId": "run1:s1:s3", "continuity": "resume"}}
+	if diff := cmp.Diff(wantReplies, replies); diff != "" {
+		t.Errorf("the lead's spawn_worker replies (-want +got):\n%s", diff)
+	}
+	exec.mu.Lock()
+	gotResumeOf := exec.resumeOf["run1:s1:s3"]
+	exec.mu.Unlock()
+	if gotResumeOf != "run1:s1:s2" {
+		t.Errorf("the lead's second writer resumes %q, want run1:s1:s2 (the tree is numbered as one: the lead is s1)", gotResumeOf)
+	}
+	if progress["stalled"] != true || progress["stallAfterMs"] != float64(5000) {
+		t.Errorf("the lead's observe_agent progress %v, want stalled by stallAfterMs 5000", progress)
 	}
 }
