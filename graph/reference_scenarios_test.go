@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -542,5 +543,35 @@ func TestGraphRefusesExtraTools(t *testing.T) {
 	}
 	if _, err := graph.RunGraph(context.Background(), starGraph(t), o); workers.runs.Load() != 0 || err == nil {
 		t.Errorf("RunGraph: %v (%d runs), want refused before any", err, workers.runs.Load())
+	}
+}
+
+// §3.6 continuityByProfile, §3.7 options: a graph's delegates edges carry
+// their continuity (the reference's runGraph owns continuityByProfile,
+// deriving it from them), so Supervise.ContinuityByProfile is refused
+// before spend rather than overwritten.
+func TestGraphOwnsContinuityByProfile(t *testing.T) {
+	workers := &inboxWorkers{}
+	o := options(t, workers, router())
+	o.Supervise.ContinuityByProfile = map[string]supervise.Continuity{"coder": supervise.ContinuityResume}
+	if diff := cmp.Diff(refused{"config", "Supervise.ContinuityByProfile"}, refusalOf(graph.Validate(starGraph(t), o))); diff != "" {
+		t.Errorf("Validate (-want +got):\n%s", diff)
+	}
+	if _, err := graph.RunGraph(context.Background(), starGraph(t), o); workers.runs.Load() != 0 || err == nil {
+		t.Errorf("RunGraph: %v (%d runs), want refused before any", err, workers.runs.Load())
+	}
+}
+
+// §3.6 stallAfterMs, §3.7 options: a graph forwards Supervise.StallAfter
+// to the run it drives, whose checks refuse a negative one before any
+// worker runs.
+func TestGraphForwardsStallAfter(t *testing.T) {
+	workers := &inboxWorkers{}
+	o := options(t, workers, router())
+	o.Supervise.StallAfter = -time.Second
+	_, err := graph.RunGraph(context.Background(), starGraph(t), o)
+	oe, ok := errors.AsType[*supervise.OptionError](err)
+	if !ok || oe.Pointer != "/stallAfter" || workers.runs.Load() != 0 {
+		t.Errorf("RunGraph: %v (%d runs), want the run's *OptionError at /stallAfter before any run", err, workers.runs.Load())
 	}
 }

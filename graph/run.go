@@ -623,7 +623,9 @@ func (d *Driver) Spawn(ctx context.Context, a supervise.SpawnArgs) (supervise.Sp
 	case a.Continuity == ContinuityResume, a.Continuity == "" && e.Continuity == ContinuityResume && prior:
 		row.Continuity, a.Continuity = ContinuityResume, string(supervise.ContinuityResume)
 	case a.Continuity == "" || a.Continuity == ContinuityFresh:
-		row.Continuity, a.Continuity = ContinuityFresh, string(supervise.ContinuityFresh)
+		// Spelled out: the graph decided, and supervise must not read an
+		// omitted continuity as a profile's default.
+		row.Continuity, a.Continuity = ContinuityFresh, ContinuityFresh
 	default:
 		return supervise.SpawnResult{}, &supervise.VerbRefusal{Code: "invalid-continuity", Reason: fmt.Sprintf("continuity %q is fresh or resume", a.Continuity)}
 	}

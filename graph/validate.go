@@ -370,6 +370,9 @@ var superviseOptionClass = map[string]string{
 	// graph's root (its router brain's DriveTools, or Driver.NodeTools
 	// for a caller's Brain) and every nested manager get their own.
 	"ResolveSupervisorTools": classForwarded,
+	// A graph's delegates edges carry their continuity (the reference's
+	// runGraph derives continuityByProfile from them: GRAPH_OWNED).
+	"StallAfter": classForwarded, "ContinuityByProfile": classOwned,
 }
 
 // checkOptions refuses a supervise option the graph owns: a caller value
@@ -396,6 +399,8 @@ func checkOptions(o Options) error {
 		return owned("AuthorizeMessage", "pass Options.AuthorizeMessage, which the graph gives supervise wrapped so a narrowed steer is ledgered stripped")
 	case s.OnResume != nil:
 		return owned("OnResume", "the graph restores its edge ledger from it")
+	case s.ContinuityByProfile != nil:
+		return owned("ContinuityByProfile", "a delegates edge's continuity is its target's default (Edge.Continuity)")
 	case len(s.ExtraTools) > 0:
 		return owned("ExtraTools", "a graph's root is offered the graph's verbs; extra work tools are not carried through it yet")
 	case s.Reprompt.Max != 0 || s.Reprompt.UntilComplete || s.Reprompt.MaxBarren != 0 || s.Reprompt.OnUnmet != nil:

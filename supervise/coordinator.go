@@ -123,6 +123,11 @@ type core struct {
 	escalateTimeout  time.Duration
 	logger           *slog.Logger
 	now              func() time.Time
+	// stallAfter is Options.StallAfter, the default when it is 0;
+	// continuityByProfile is Options.ContinuityByProfile (both read
+	// only once the run started).
+	stallAfter          time.Duration
+	continuityByProfile map[string]Continuity
 
 	wg sync.WaitGroup
 
@@ -407,6 +412,13 @@ func (c *Coordinator) Spawn(ctx context.Context, a SpawnArgs) (SpawnResult, erro
 	if p.Model != nil && p.Model.Default != nil {
 		req.Model = *p.Model.Default
 	}
+	// A call that names no continuity takes its profile's default
+	// (Options.ContinuityByProfile); a resume so defaulted spawns fresh
+	// when its label has no worker to answer it (below, under spawnMu).
+	defaulted := a.Continuity == "" && c.continuityByProfile[req.Profile] == ContinuityResume
+	if defaulted {
+		req.Continuity = ContinuityResume
+	}
 	// The scope holds the model a worker runs by default to
 	// AllowedModels; the models its profile hides (model.small, a seat,
 	// a subagent, a mode) run too, so they are held here.
@@ -444,7 +456,15 @@ func (c *Coordinator) Spawn(ctx context.Context, a SpawnArgs) (SpawnResult, erro
 			info, _ := c.scope.Node(id)
 			live, free := c.scope.Live()
 			assignment := "replay:" + strconv.Itoa(info.Seq)
-			res := SpawnResult{WorkerID: id, Assignment: assignment, AssignmentID: assignment, Continuity: continuityWord(req.Continuity),
+			// The continuity the journaled spawn resolved to, not this
+			// call's: a defaulted resume's first spawn was fresh. A
+			// journal written before spawns recorded it holds no
+			// ResumeOf; the call's explicit resume stands for it.
+			cont := continuityWord(ContinuityFresh)
+			if info.ResumeOf != "" || Continuity(a.Continuity) == ContinuityResume {
+				cont = continuityWord(ContinuityResume)
+			}
+			res := SpawnResult{WorkerID: id, Assignment: assignment, AssignmentID: assignment, Continuity: cont,
 				Resumed: ResumedCompleted, Replayed: true, Live: live, FreeSlots: free}
 			switch {
 			case inDoubt:
@@ -457,6 +477,12 @@ func (c *Coordinator) Spawn(ctx context.Context, a SpawnArgs) (SpawnResult, erro
 			}
 			return res, nil
 		}
+	}
+	if defaulted && req.Key == "" && !c.scope.resumable(req.Parent, labelOf(req.Label, req.Profile)) {
+		// The declared default with nothing to resume: its label's first
+		// spawn, fresh (the reference's resolveContinuity). A keyed one
+		// stays resume, refused resume-with-key as the reference's is.
+		req.Continuity = ContinuityFresh
 	}
 	var runtime string
 	if mexec != nil {
@@ -479,7 +505,11 @@ func (c *Coordinator) Spawn(ctx context.Context, a SpawnArgs) (SpawnResult, erro
 		}
 		return SpawnResult{}, err
 	}
-	out := SpawnResult{WorkerID: reply.Node, Assignment: reply.Assignment, AssignmentID: reply.Assignment, Continuity: continuityWord(req.Continuity), Resumed: reply.Resumed,
+	cont := ContinuityFresh
+	if reply.ResumeOf != "" {
+		cont = ContinuityResume
+	}
+	out := SpawnResult{WorkerID: reply.Node, Assignment: reply.Assignment, AssignmentID: reply.Assignment, Continuity: continuityWord(cont), Resumed: reply.Resumed,
 		PriorWorker: reply.PriorWorker, PriorReason: reply.PriorReason, Live: reply.Live, FreeSlots: reply.FreeSlots}
 	if reply.Resumed == ResumedCompleted {
 		return out, nil // the key's committed result; nothing runs
@@ -543,6 +573,11 @@ func (c *Coordinator) admitQueued(ctx context.Context, req SpawnRequest, doc can
 	rec := Record{Kind: KindSpawned, Node: reply.Node, Parent: parentOf(reply.Node, c.scope.Root()), Label: req.Label,
 		Profile: req.Profile, Model: req.Model, Key: req.Key, Task: req.Task, Reserved: budgetRecord(reply.Reserved),
 		ProfileDigest: req.ProfileDigest, ProfileDoc: doc, Runtime: runtime}
+	if reply.ResumeOf != "" {
+		// The continuity the spawn resolved to, so a resume replays the
+		// decision rather than resolving it again over a later state.
+		rec.Continuity, rec.ResumeOf = string(ContinuityResume), reply.ResumeOf
+	}
 	if b := req.Budget; b.Tokens != nil || b.Iterations != nil || b.MicroUSD != nil || b.Resources != nil {
 		rec.Budget = budgetRecord(req.Budget)
 	}
@@ -1747,6 +1782,11 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 			}
 			if reply.Node != r.Node {
 				return &ResumeError{RunDir: c.log.dir, Reason: fmt.Sprintf("replayed spawn got id %s, journal says %s", reply.Node, r.Node)}
+			}
+			if r.ResumeOf != "" {
+				if err := c.scope.restoreResumeOf(r.Node, r.ResumeOf); err != nil {
+					return &ResumeError{RunDir: c.log.dir, Reason: "replaying the continuity of " + string(r.Node), Err: err}
+				}
 			}
 			if err := c.scope.Transition(r.Node, StateRunning); err != nil {
 				return &ResumeError{RunDir: c.log.dir, Reason: "replaying " + string(r.Node), Err: err}

@@ -166,7 +166,10 @@
 // is left to its holder.
 //
 // observe_agent (ObservePage) reports a worker's progress — idleMs,
-// stalled (idle StallAfter or more), turns, recentActivity,
+// stalled (running and idle Options.StallAfter or more, the package's
+// StallAfter when it is 0; every manager's reading, and the
+// StopRule's, judges by the same threshold), stallAfterMs (that
+// threshold), turns, recentActivity,
 // profileChanges, steerable, pendingMessages, unknown where this
 // process could not see the worker — and pages its settled output:
 // outputPath (a JSON pointer into {text, output}), offset and limit
@@ -245,6 +248,17 @@
 // beside its continuity ("fresh" or "resume"). A resume replays the journal's spawns under
 // their journaled parents, so every cut rebuilds each manager's
 // registry; the journal records nothing more for it.
+//
+// A spawn_worker call that names no continuity takes its profile's
+// default from Options.ContinuityByProfile (§3.6 continuityByProfile).
+// A defaulted resume spawns fresh when its label has no live or settled
+// worker (the reference's declared default degrades to fresh: the first
+// spawn is ordinary) and otherwise refuses as an explicit one does
+// (resume-while-live, resume-with-key). The continuity a spawn resolved
+// to is journaled on its spawned record (continuity "resume" and
+// resumeOf, the worker it re-attaches to), and a resume restores it
+// rather than resolving it again, so a replayed call reports the same
+// continuity the first process's did.
 //
 // A Scope sits over a ledger.Pool. Every admitted spawn reserves its
 // ceiling (the request's budget merged per field over ScopeOptions.PerWorker)

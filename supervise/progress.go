@@ -14,7 +14,8 @@ import (
 const (
 	// StallAfter is how long a live worker may go without activity (a
 	// turn started or ended, an event streamed) before its progress
-	// reads stalled.
+	// reads stalled, unless Options.StallAfter sets another (§3.6
+	// stallAfterMs: "Omit = runtime default").
 	StallAfter = 2 * time.Minute
 	// MaxRecentActivity is how many recent activity entries progress
 	// keeps per worker; MaxActivityText bounds each entry's text, in
@@ -63,10 +64,15 @@ type WorkerProgress struct {
 	// IdleMS is how long since the worker's last activity (its start
 	// counts), up to its settlement for a settled worker.
 	IdleMS *int64 `json:"idleMs"`
-	// Stalled: a running worker idle for StallAfter or more (one
-	// waiting on its parent's decision is not stalled).
-	Stalled bool   `json:"stalled"`
-	Turns   *int64 `json:"turns"`
+	// Stalled: a running worker idle for Options.StallAfter (default
+	// StallAfter) or more (one waiting on its parent's decision is not
+	// stalled).
+	Stalled bool `json:"stalled"`
+	// StallAfterMS is the idle time, in milliseconds, past which this
+	// run reads a running worker stalled (Options.StallAfter, the
+	// reference's progress.stallAfterMs).
+	StallAfterMS int64  `json:"stallAfterMs"`
+	Turns        *int64 `json:"turns"`
 	// RecentActivity is the last MaxRecentActivity activities, oldest
 	// first.
 	RecentActivity  []Activity      `json:"recentActivity"`
@@ -137,9 +143,11 @@ func (p *progress) settled() {
 }
 
 // snapshot is the worker's progress now; steerable, pending and whether
-// it is running come from the caller.
-func (p *progress) snapshot(running, steerable bool, pending *int) *WorkerProgress {
-	out := &WorkerProgress{Steerable: steerable, PendingMessages: pending, RecentActivity: []Activity{}, ProfileChanges: []ProfileChange{}}
+// it is running come from the caller, and so does stallAfter, the idle
+// time that makes a running worker stalled (Options.StallAfter).
+func (p *progress) snapshot(running, steerable bool, pending *int, stallAfter time.Duration) *WorkerProgress {
+	out := &WorkerProgress{Steerable: steerable, PendingMessages: pending, RecentActivity: []Activity{}, ProfileChanges: []ProfileChange{},
+		StallAfterMS: stallAfter.Milliseconds()}
 	if p == nil {
 		return out
 	}
@@ -151,7 +159,7 @@ func (p *progress) snapshot(running, steerable bool, pending *int) *WorkerProgre
 	}
 	idle := max(end.Sub(p.last).Milliseconds(), 0)
 	out.IdleMS = &idle
-	out.Stalled = running && p.ended.IsZero() && end.Sub(p.last) >= StallAfter
+	out.Stalled = running && p.ended.IsZero() && end.Sub(p.last) >= stallAfter
 	if p.sawTurn {
 		t := p.turns
 		out.Turns = &t
@@ -251,7 +259,7 @@ func (c *Coordinator) progressOf(info NodeInfo) *WorkerProgress {
 	w := c.workers[info.ID]
 	c.mu.Unlock()
 	if w == nil {
-		return (*progress)(nil).snapshot(false, false, nil)
+		return (*progress)(nil).snapshot(false, false, nil, c.stallAfterOrDefault())
 	}
 	_, steerer := c.exec.(Steerer)
 	isLive := live(info)
@@ -260,7 +268,16 @@ func (c *Coordinator) progressOf(info NodeInfo) *WorkerProgress {
 		n := w.inbox.Pending()
 		pending = &n
 	}
-	return w.progress.snapshot(isLive && info.State == StateRunning, isLive && (w.inbox != nil || steerer), pending)
+	return w.progress.snapshot(isLive && info.State == StateRunning, isLive && (w.inbox != nil || steerer), pending, c.stallAfterOrDefault())
+}
+
+// stallAfterOrDefault is the run's Options.StallAfter, StallAfter when
+// it set none.
+func (c *core) stallAfterOrDefault() time.Duration {
+	if c.stallAfter > 0 {
+		return c.stallAfter
+	}
+	return StallAfter
 }
 
 // profileModel is p's default model, "" when it names none.

@@ -153,7 +153,8 @@ const (
 // set: run-started (RunID, StartedAtMS, DeadlineMS, Task, the run's
 // Budget, PerWorker and ManagerDigest), spawned
 // (Node, Parent, Label, Profile, Model, Key, Task, the request's own
-// Budget and the merged ceiling Reserved), settled
+// Budget and the merged ceiling Reserved, and Continuity and ResumeOf
+// when it resolved to resume), settled
 // (Node, State, Spent, OutRef, Verdict, Delivered, Reason, CheckError,
 // Infra), trace-unpropagated (Node, Reason), environment-teardown (Node, Provider, EnvironmentID,
 // Destroyed, Reason the detail), teardown-unconfirmed (Node,
@@ -203,6 +204,12 @@ type Record struct {
 	// SessionRef: where a settled worker's session can be continued from
 	// (WorkResult.SessionRef).
 	SessionRef *SessionRef `json:"sessionRef,omitzero"`
+	// Continuity and ResumeOf are a spawned record's resolved continuity
+	// when it resumes ("resume", and the settled worker it re-attaches
+	// to; §3.6 Continuity, Options.ContinuityByProfile): absent for a
+	// fresh spawn, and in journals written before spawns recorded it.
+	Continuity string `json:"continuity,omitzero"`
+	ResumeOf   NodeID `json:"resumeOf,omitzero"`
 	// Runtime is where a teardown-unconfirmed record's worker ran.
 	Runtime string `json:"runtime,omitzero"`
 	// Provider, EnvironmentID and Destroyed are an environment-teardown

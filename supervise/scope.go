@@ -526,6 +526,50 @@ func (s *Scope) Spawn(req SpawnRequest) (SpawnReply, error) {
 	return reply, nil
 }
 
+// resumable reports whether a resume spawn of label under parent (the
+// root when empty) finds a worker to answer it: a settled one to
+// re-attach to, or a live one it is refused for (resume-while-live).
+// Without either, an explicit resume is refused resume-no-prior, and a
+// resume Options.ContinuityByProfile defaulted spawns fresh instead.
+func (s *Scope) resumable(parent NodeID, label string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if parent == "" {
+		parent = s.root
+	}
+	l := s.labels[labelKey{parent, label}]
+	if l == nil {
+		return false
+	}
+	if l.settled != nil {
+		return true
+	}
+	for _, n := range l.nodes {
+		if n.live() {
+			return true
+		}
+	}
+	return false
+}
+
+// restoreResumeOf sets a replayed node's ResumeOf to the settled worker
+// its journaled spawn resolved to re-attach to (Record.ResumeOf); of
+// must be a node the replay admitted before id.
+func (s *Scope) restoreResumeOf(id, of NodeID) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, ok := s.nodes[id]
+	if !ok {
+		return fmt.Errorf("no node %s", id)
+	}
+	p, ok := s.nodes[of]
+	if !ok || p.Seq >= n.Seq {
+		return fmt.Errorf("%s resumes %s, which the journal did not spawn before it", id, of)
+	}
+	n.ResumeOf = of
+	return nil
+}
+
 func labelOf(label, profile string) string {
 	if label != "" {
 		return label

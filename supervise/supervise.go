@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/agentrt/agentrt/canonjson"
@@ -385,7 +388,62 @@ type Options struct {
 	// FinalizerTimeout bounds it (0: DefaultFinalizerTimeout).
 	Finalizer        Finalizer
 	FinalizerTimeout time.Duration
+	// StallAfter is how long a running worker may go without activity
+	// before observe_agent's progress reads it stalled (§3.6
+	// stallAfterMs; §9 progress.stalled), for every manager of the run
+	// (the root and nested ones, whatever brain drives them: the router
+	// brain, a coded Brain or an external harness through coordmcp) and
+	// for the progress a StopRule reads (AllWorkersStalled). It is a
+	// derived read: nothing is killed or retried. 0 means the runtime
+	// default, the package's StallAfter; a negative value is refused
+	// (*OptionError, /stallAfter).
+	StallAfter time.Duration
+	// ContinuityByProfile is the default continuity of a spawn_worker
+	// call that names no continuity, by the worker's profile name
+	// (§3.6 continuityByProfile): ContinuityResume makes such a spawn
+	// re-attach to the latest settled worker of its label (the profile
+	// name when it has no label) under the same manager; a call's own
+	// continuity ("fresh" or "resume") overrides it either way. It
+	// applies to every manager's spawns (the root's and nested ones',
+	// whatever brain drives them). A profile it does not name spawns
+	// fresh; nil: every spawn without a continuity is fresh. Values are
+	// ContinuityFresh (or "fresh") and ContinuityResume; any other is
+	// refused (*OptionError, /continuityByProfile/<name>).
+	//
+	// A defaulted resume refuses as an explicit one does except when
+	// there is nothing to resume, as the reference's resolveContinuity
+	// does (tangle-network/agent-runtime, the coordination tools'
+	// resolveContinuity: "an EXPLICIT 'resume' with no settled prior
+	// worker refuses (resume-no-prior) — the DECLARED default degrades
+	// to 'fresh' instead"): with no settled worker of its label it
+	// spawns fresh, so the profile's first spawn is an ordinary one;
+	// while a worker of its label is live it is refused
+	// resume-while-live (steer the live one, or pass continuity
+	// "fresh" for a parallel sibling); with a key it is refused
+	// resume-with-key (a key names run-once work; pass continuity
+	// "fresh" to spawn it keyed). The spawn's journaled record holds
+	// the continuity it resolved to (and the worker it resumes), so a
+	// resumed run replays the same decision and its replayed calls
+	// report it; an executor that cannot re-attach to a session
+	// (ResumesSessions false) refuses a resolved resume at preflight,
+	// as it refuses an explicit one.
+	ContinuityByProfile map[string]Continuity
 }
+
+// OptionError refuses an option Supervise cannot run with: Field is
+// the Options field, Pointer its RFC 6901 pointer under the reference's
+// option names (/stallAfter, /continuityByProfile/<name>), Reason why.
+// It matches ErrInvalidOptions.
+type OptionError struct {
+	Field, Pointer, Reason string
+}
+
+func (e *OptionError) Error() string {
+	return fmt.Sprintf("%v: %s (%s): %s", ErrInvalidOptions, e.Field, e.Pointer, e.Reason)
+}
+
+// Is makes the error match ErrInvalidOptions.
+func (e *OptionError) Is(target error) bool { return target == ErrInvalidOptions }
 
 // BreakerTrip is a tripped restart-intensity breaker (Options.MaxRestarts):
 // Downs workers went down within WithinMS milliseconds, more than
@@ -731,7 +789,8 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 		driverLoop: &driverLoop{retry: o.DriverRetry, reprompt: o.Reprompt, onAttempt: o.OnDriverAttempt},
 		progress:   &progressRule{rule: o.StopRule, notify: o.OnProgressStop, timeout: stopRuleTimeout(ctx)},
 		extraTools: o.ExtraTools, extraStarted: map[string]bool{}, extraDone: map[string]extraOutcome{},
-		resolveTools: o.ResolveSupervisorTools, manager: manager}}
+		resolveTools: o.ResolveSupervisorTools, manager: manager,
+		stallAfter: o.StallAfter, continuityByProfile: maps.Clone(o.ContinuityByProfile)}}
 	c.root = c
 	if o.RestartsWithin > 0 {
 		c.breaker = &restartBreaker{max: o.MaxRestarts, within: o.RestartsWithin}
@@ -1153,6 +1212,18 @@ func (o *Options) resolve(manager *profile.Profile) (Brain, Executor, error) {
 	}
 	if o.OnProgressStop != nil && o.StopRule == nil {
 		bad("OnProgressStop needs StopRule, the rule whose stop it is told of")
+	}
+	if o.StallAfter < 0 {
+		errs = append(errs, &OptionError{Field: "StallAfter", Pointer: "/stallAfter",
+			Reason: fmt.Sprintf("%s is negative; 0 means the default (%s)", o.StallAfter, StallAfter)})
+	}
+	for _, name := range slices.Sorted(maps.Keys(o.ContinuityByProfile)) {
+		switch o.ContinuityByProfile[name] {
+		case ContinuityFresh, continuityFreshWord, ContinuityResume:
+		default:
+			errs = append(errs, &OptionError{Field: "ContinuityByProfile[" + strconv.Quote(name) + "]", Pointer: "/continuityByProfile/" + pointerToken(name),
+				Reason: fmt.Sprintf("continuity %q is neither fresh nor resume", o.ContinuityByProfile[name])})
+		}
 	}
 	exec := o.Executor
 	if exec == nil {

@@ -44,7 +44,7 @@ func newSuperviseCmd(stdio IO, open providerOpener) *cobra.Command {
 	var budgetUSD, workerUSD float64
 	var maxLive, maxTurns, driverAttempts int
 	var reprompt string
-	var timeout, childGrace, stopIdle time.Duration
+	var timeout, childGrace, stopIdle, stallAfter time.Duration
 	var stopSettles int
 	var analystFlags analystModelFlags
 	var workerFlags workerProviderFlags
@@ -166,6 +166,8 @@ none or its journal lost part of it, 2 on usage errors.`,
 				return usage("--driver-attempts cannot be negative")
 			case childGrace < 0:
 				return usage("--child-settle-grace cannot be negative")
+			case stallAfter < 0:
+				return usage("--stall-after cannot be negative (0: the default, %s)", supervise.StallAfter)
 			case stopSettles < 0 || stopIdle < 0:
 				return usage("--stop-after-settles and --stop-when-idle cannot be negative")
 			case (cmd.Flags().Changed("driver-attempts") || reprompt != "") && !isHarnessProvider(providerName):
@@ -313,6 +315,7 @@ none or its journal lost part of it, 2 on usage errors.`,
 				Store:            s,
 				DriverRetry:      supervise.DriverRetry{MaxAttempts: driverAttempts},
 				ChildSettleGrace: childGrace,
+				StallAfter:       stallAfter,
 				StopRule:         stopRule,
 				Reprompt:         repromptOpt,
 				OnDriverAttempt: func(a supervise.DriverAttempt) {
@@ -410,6 +413,7 @@ none or its journal lost part of it, 2 on usage errors.`,
 	f.DurationVar(&childGrace, "child-settle-grace", 0, "when the manager returns or fails on its own (not by stop, a cancel or the deadline), how long its live workers may go on before they are cancelled (a worker that delivers within it can still win; default: cancelled at once)")
 	f.IntVar(&driverAttempts, "driver-attempts", 0, "with a claude-code, codex or opencode manager: most failed manager turns before the run ends driver-failed (default 8; 1 retries none); three in a row that change nothing end it sooner")
 	f.IntVar(&stopSettles, "stop-after-settles", 0, "the no-progress bound: end the run once this many workers in a row settled without improving on the best delivered result (default: no such bound)")
+	f.DurationVar(&stallAfter, "stall-after", 0, "how long a running worker may go without activity before observe_agent reports it stalled (the manager's reading; nothing is killed; default "+supervise.StallAfter.String()+")")
 	f.DurationVar(&stopIdle, "stop-when-idle", 0, "the no-progress bound: end the run once no worker settled for this long while none waits on a decision (default: no such bound)")
 	f.StringVar(&reprompt, "reprompt", "", "with a claude-code, codex or opencode manager: how many times a manager turn that ended with nothing delivered is driven again with what is still owed (N, or until-complete, which needs --timeout; default: never)")
 	f.DurationVar(&timeout, "timeout", 0, "the run's deadline, from its start: past it no worker is admitted, live ones are cancelled and the run ends budget-exhausted; journaled, so --resume keeps it (and refuses --timeout)")
