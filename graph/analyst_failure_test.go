@@ -37,12 +37,7 @@ func TestFailedAnalystNodeIsLedgeredUnpropagated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rows []graph.LedgerRow
-	for _, r := range res.Ledger {
-		if r.Kind == graph.Analyzes {
-			rows = append(rows, r)
-		}
-	}
+	rows := rowsOfKind(res.Ledger, graph.Analyzes)
 	if len(rows) != 1 {
 		t.Fatalf("analyzes rows = %+v, want the failed analyst's one traversal", rows)
 	}
@@ -77,12 +72,7 @@ func TestFailedLensIsLedgeredUnpropagatedNotEmpty(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rows []graph.LedgerRow
-	for _, r := range res.Ledger {
-		if r.Kind == graph.Analyzes {
-			rows = append(rows, r)
-		}
-	}
+	rows := rowsOfKind(res.Ledger, graph.Analyzes)
 	if len(rows) != 1 {
 		t.Fatalf("analyzes rows = %+v, want the failed lens's one traversal", rows)
 	}

@@ -246,12 +246,7 @@ func TestAnalystWithNoFindingsLedgersEmpty(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got []graph.LedgerRow
-			for _, r := range res.Ledger {
-				if r.Kind == graph.Analyzes {
-					got = append(got, r)
-				}
-			}
+			got := rowsOfKind(res.Ledger, graph.Analyzes)
 			if diff := cmp.Diff([]graph.LedgerRow{tc.wantRow}, got); diff != "" {
 				t.Errorf("analyzes rows (-want +got):\n%s", diff)
 			}

@@ -167,12 +167,7 @@ func TestAnalyzesEdgeOverTwoNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	const findings = "finding: the patch skips a nil check"
-	var got []graph.LedgerRow
-	for _, r := range res.Ledger {
-		if r.Kind == graph.Analyzes {
-			got = append(got, r)
-		}
-	}
+	got := rowsOfKind(res.Ledger, graph.Analyzes)
 	var want []graph.LedgerRow
 	for i, src := range sources {
 		want = append(want, graph.LedgerRow{Edge: "analyzes:critic:coder+reviewer->driver", Kind: graph.Analyzes, From: "coder+reviewer", To: "driver",

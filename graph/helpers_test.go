@@ -191,3 +191,14 @@ func (*resumingWorkers) ResumesSessions() bool { return true }
 func ledgerSpend(iterations int64) ledger.Spend {
 	return ledger.Spend{Tokens: i64(5), Iterations: &iterations, MicroUSD: i64(0)}
 }
+
+// rowsOfKind returns the rows of ledger of kind k, in the ledger's order.
+func rowsOfKind(ledger []graph.LedgerRow, k graph.EdgeKind) []graph.LedgerRow {
+	var rows []graph.LedgerRow
+	for _, r := range ledger {
+		if r.Kind == k {
+			rows = append(rows, r)
+		}
+	}
+	return rows
+}

@@ -198,12 +198,7 @@ func TestLensFindingsRoutedToALiveWorkerNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []graph.LedgerRow
-	for _, r := range res.Ledger {
-		if r.Kind == graph.Analyzes {
-			got = append(got, r)
-		}
-	}
+	got := rowsOfKind(res.Ledger, graph.Analyzes)
 	steered := critDirective + "\n\n" + lensFindings
 	want := []graph.LedgerRow{{Edge: "analyzes:failure-triage:coder->reviewer", Kind: graph.Analyzes, From: "coder", To: "reviewer",
 		Directive: "analyze/critic/v2", Traversal: 1, Outcome: graph.OutcomeDelivered, Continuity: graph.ContinuitySteer,

@@ -259,12 +259,7 @@ func TestAnalyzesCapOfZeroIsObservableNeverACapError(t *testing.T) {
 	if err != nil {
 		t.Fatalf("err = %v, want the no-winner result returned", err)
 	}
-	var analyzed []graph.LedgerRow
-	for _, r := range res.Ledger {
-		if r.Kind == graph.Analyzes {
-			analyzed = append(analyzed, r)
-		}
-	}
+	analyzed := rowsOfKind(res.Ledger, graph.Analyzes)
 	want := []graph.LedgerRow{{Edge: "analyzes:critic:coder->driver", Kind: graph.Analyzes, From: "coder", To: "driver", Directive: "analyze/critic/v2",
 		Traversal: 1, Outcome: graph.OutcomeUnpropagated, Continuity: graph.ContinuitySteer, Reason: "traversal-cap-exhausted (max 0)", WorkerID: "g:s1"}}
 	if diff := cmp.Diff(want, analyzed); diff != "" {
