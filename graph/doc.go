@@ -48,7 +48,11 @@
 // (supervise.RouterBrain.DriveTools over the graph's verbs), so a
 // resumed root goes on from what it said and what its tools returned:
 // it is not asked a recorded turn again, nor does it delegate again what
-// it delegated; a caller's Brain resumes as it chooses. A journal of another topology is
+// it delegated, and a call of its work tools (Supervise.ExtraTools and
+// ResolveSupervisorTools, forwarded; a caller's Brain gets them from
+// Driver.ExtraTools and Driver.NodeTools) that it runs again is answered
+// from the journal, or in doubt, never run twice; a caller's Brain
+// resumes as it chooses. A journal of another topology is
 // refused before anything runs — the run journals its topology (each
 // node's profile digest, each edge with its directive's text digest,
 // cap and continuity) when its brain first starts, and a resume whose

@@ -24,9 +24,9 @@ import (
 //
 // Supervise carries every supervise option, classified: Budget,
 // Deliverable, Profiles, Brain, AfterSettle, OnResume, AuthorizeMessage
-// (pass Options.AuthorizeMessage), AuthoredProfiles, ExtraTools and
-// Reprompt are owned by the graph and refused when set (*ConfigError
-// naming the field);
+// (pass Options.AuthorizeMessage), AuthoredProfiles and Reprompt are
+// owned by the graph and refused when set (*ConfigError naming the
+// field);
 // Router, MaxTurns, Now and Logger are read by the graph's router brain
 // too; WorkspaceRoot without RunDir becomes RunDir
 // (supervise.RunDirIn);
@@ -35,7 +35,10 @@ import (
 // node id — RunDir, RunID, Resume, Analysts, Finalizer,
 // ResolveSupervisorTools — the root's own product tools the router brain
 // offers, or Driver.NodeTools gives a caller's Brain, and each nested
-// manager's —, …) is forwarded verbatim.
+// manager's —, ExtraTools — the root's work tools the router brain
+// offers beside the graph's verbs, or Driver.ExtraTools gives a caller's
+// Brain, each call journaled and acting at most once across a resume —,
+// …) is forwarded verbatim.
 // Analysts are the lenses beside supervise.BuiltinLenses an analyzes
 // edge may name. Resume continues the graph run journaled in RunDir
 // (see RunGraph). Options is a Go
@@ -143,7 +146,7 @@ func RunGraph(ctx context.Context, g Graph, o Options) (GraphResult, error) {
 	for id, n := range pl.analysts {
 		so.Profiles[id] = n.Profile
 	}
-	so.Brain = supervise.BrainFunc(r.drive)
+	so.Brain = rootBrain{r}
 	so.AfterSettle = r.afterSettle
 	// A resumed run rebuilds the ledger and caps before the settlement
 	// hooks the dead process left unfinished run again.
@@ -277,6 +280,20 @@ func (r *run) drive(ctx context.Context, c *supervise.Coordinator, task string) 
 	}
 	return r.routerDrive(ctx, d, task)
 }
+
+// rootBrain is the graph's root brain: r.drive, through the router
+// brain (whose DriveTools offers the root's Supervise.ExtraTools) or a
+// caller's Brain (given them by Driver.ExtraTools), so supervise takes
+// ExtraTools with it (supervise.ExtraToolsOfferer).
+type rootBrain struct{ r *run }
+
+// Drive drives the graph's root.
+func (b rootBrain) Drive(ctx context.Context, c *supervise.Coordinator, task string) (supervise.BrainReport, error) {
+	return b.r.drive(ctx, c, task)
+}
+
+// OffersExtraTools marks rootBrain a supervise.ExtraToolsOfferer.
+func (rootBrain) OffersExtraTools() {}
 
 // bind binds the coordinator and restores the graph's state from its
 // journal, once (OnResume on a resumed run, else when the brain starts).
@@ -754,6 +771,17 @@ func (d *Driver) Ledger() []LedgerRow {
 // the root's task, as Brain.Drive was given it.
 func (d *Driver) NodeTools(ctx context.Context, task string) ([]contract.Tool, error) {
 	return d.c.NodeTools(ctx, task)
+}
+
+// ExtraTools returns the root manager's work tools
+// (supervise.Options.ExtraTools, which a graph forwards), each call
+// journaled before it runs and after: what a caller's Brain offers its
+// model beside Tools. The router brain offers them itself, and its
+// resumed conversation's re-run call is answered from the journal (or in
+// doubt), not run again; a caller's Brain resumes as it chooses, and
+// each call it makes runs.
+func (d *Driver) ExtraTools() []contract.Tool {
+	return d.c.ExtraTools()
 }
 
 // Tools returns the coordination verbs as tools, as supervise names

@@ -363,7 +363,11 @@ var superviseOptionClass = map[string]string{
 	"MaxRestarts": classForwarded, "RestartsWithin": classForwarded, "Root": classForwarded,
 	"DriverRetry": classForwarded, "Reprompt": classOwned, "OnDriverAttempt": classForwarded,
 	"ChildSettleGrace": classForwarded, "StopRule": classForwarded, "OnProgressStop": classForwarded,
-	"ExtraTools":       classOwned,
+	// The reference's runGraph forwards extraTools (and their
+	// executeExtraTool, here each tool's Run): the graph's root router
+	// brain is offered them beside the graph's verbs, and a caller's
+	// Brain gets them from Driver.ExtraTools.
+	"ExtraTools":       classForwarded,
 	"AuthorizeMessage": classOwned, "Finalizer": classForwarded, "FinalizerTimeout": classForwarded,
 	"EscalateQuestion": classForwarded,
 	// The reference's runGraph forwards resolveSupervisorTools: the
@@ -401,8 +405,6 @@ func checkOptions(o Options) error {
 		return owned("OnResume", "the graph restores its edge ledger from it")
 	case s.ContinuityByProfile != nil:
 		return owned("ContinuityByProfile", "a delegates edge's continuity is its target's default (Edge.Continuity)")
-	case len(s.ExtraTools) > 0:
-		return owned("ExtraTools", "a graph's root is offered the graph's verbs; extra work tools are not carried through it yet")
 	case s.Reprompt.Max != 0 || s.Reprompt.UntilComplete || s.Reprompt.MaxBarren != 0 || s.Reprompt.OnUnmet != nil:
 		return owned("Reprompt", "a graph's root runs in process (its router brain, or Options.Brain), with no external driver to re-prompt")
 	case s.Resume && s.RunDir == "" && s.WorkspaceRoot != "" && s.RunID == "":

@@ -91,7 +91,10 @@ type Coordinator struct {
 	// rerunCalls are the calls of this manager's recorded transcript
 	// that no recorded tool message answers (setRerunCalls): its own,
 	// so a nested manager resumed beside the root does not replace the
-	// root's (core.mu).
+	// root's, nor the root its: each re-run call claims its own in-doubt
+	// child or journaled outcome (core.mu;
+	// TestNestedRerunSpawnClaimsItsOwnInDoubtChild,
+	// TestResolveSupervisorToolsNestedCallActsOnceAcrossResume).
 	rerunCalls map[string]bool
 	// ownTools is this manager's product tools, resolved once
 	// (NodeTools).

@@ -720,7 +720,9 @@
 // Extra tools (§3.6 extraTools, executeExtraTool). Options.ExtraTools are
 // work tools the root manager's router brain is offered beside the
 // coordination verbs (the reference's router arm only; refused with any
-// other brain, and refused in a graph run), so that it can act itself as
+// other brain but an ExtraToolsOfferer — package graph's root brain,
+// which offers them through the router brain or hands
+// Coordinator.ExtraTools to a caller's brain), so that it can act itself as
 // well as delegate: each is a contract.Tool whose Run is the caller's
 // executeExtraTool, its result the call's tool result, its error a tool
 // failure the manager reads. A name that is a coordination verb's (bare

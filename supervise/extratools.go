@@ -68,18 +68,33 @@ func checkToolNames(field string, tools []contract.Tool, taken map[string]bool) 
 // loop runs exactly the tools its profile declares), and the extra tools
 // journaled (journaledExtraTool).
 func (c *Coordinator) withExtraTools(manager *profile.Profile) (*profile.Profile, []contract.Tool, error) {
-	if len(c.extraTools) == 0 {
+	out := c.ExtraTools()
+	if len(out) == 0 {
 		return manager, nil, nil
-	}
-	out := make([]contract.Tool, 0, len(c.extraTools))
-	for _, t := range c.extraTools {
-		out = append(out, c.journaledExtraTool(t))
 	}
 	p, err := declareTools(manager, out)
 	if err != nil {
 		return nil, nil, err
 	}
 	return p, out, nil
+}
+
+// ExtraTools returns the root manager's extra tools (Options.ExtraTools),
+// each call journaled as the router brain's are (journaledExtraTool):
+// what an ExtraToolsOfferer's own brain offers its model beside the
+// coordination verbs. A nested manager has none (nil). Only a call the
+// router brain's resumed tool loop runs again from its journaled
+// transcript (rerunCalls) gets its journaled outcome back or is answered
+// in doubt; any other call, a caller's brain's included, runs.
+func (c *Coordinator) ExtraTools() []contract.Tool {
+	if c.parent != nil || len(c.extraTools) == 0 {
+		return nil
+	}
+	out := make([]contract.Tool, 0, len(c.extraTools))
+	for _, t := range c.extraTools {
+		out = append(out, c.journaledExtraTool(t))
+	}
+	return out
 }
 
 // declareTools returns a copy of manager that declares ts besides what

@@ -241,3 +241,58 @@ func TestExtraToolPanicIsTheCallsJournaledError(t *testing.T) {
 		t.Errorf("the journal does not hold the panic as the call's outcome:\n%s", journal)
 	}
 }
+
+// offeringBrain is an ExtraToolsOfferer: it offers the root's extra
+// tools itself, calling lookup once through Coordinator.ExtraTools.
+type offeringBrain struct {
+	got []string
+	out string
+}
+
+func (b *offeringBrain) Drive(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+	for _, tl := range c.ExtraTools() {
+		b.got = append(b.got, tl.Name)
+	}
+	ts := c.ExtraTools()
+	if len(ts) != 1 {
+		return supervise.BrainReport{}, nil
+	}
+	args, err := canonjson.Decode([]byte(`{"q":"gamma"}`))
+	if err != nil {
+		return supervise.BrainReport{}, err
+	}
+	v, err := ts[0].Run(ctx, args)
+	if err != nil {
+		return supervise.BrainReport{}, err
+	}
+	found, _ := canonjson.Resolve(v, "/found")
+	b.out = found.Str()
+	return supervise.BrainReport{Text: "looked it up"}, nil
+}
+
+func (*offeringBrain) OffersExtraTools() {}
+
+// §3.6 extraTools beyond the router brain: a brain that offers the
+// root's extra tools itself (supervise.ExtraToolsOfferer — package
+// graph's root brain is one) is accepted with ExtraTools, and
+// Coordinator.ExtraTools gives it the tools, each call journaled started
+// and done as the router brain's are; any other brain is still refused
+// (TestExtraToolsRefusedAtStart).
+func TestExtraToolsOfferedByAnExtraToolsOfferer(t *testing.T) {
+	var runs, workers atomic.Int64
+	brain := &offeringBrain{}
+	o := baseOptions(t, progressExecutor{runs: &workers}, nil)
+	o.RunDir, o.Brain, o.ExtraTools = t.TempDir(), brain, []contract.Tool{lookupTool(t, &runs)}
+	if _, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o); err != nil {
+		t.Fatal(err)
+	}
+	if len(brain.got) != 1 || brain.got[0] != "lookup" || brain.out != "gamma" || runs.Load() != 1 {
+		t.Errorf("the brain was given %v, lookup answered %q and ran %d times; want lookup, gamma, once", brain.got, brain.out, runs.Load())
+	}
+	journal := string(readJournal(t, o.RunDir))
+	called := strings.Index(journal, `"kind":"`+supervise.KindExtraToolCalled+`","label":"lookup"`)
+	done := strings.Index(journal, `"kind":"`+supervise.KindExtraToolDone+`","label":"lookup"`)
+	if called < 0 || done < called {
+		t.Errorf("the journal does not hold the call started then done:\n%s", journal)
+	}
+}

@@ -61,6 +61,18 @@ type Brain interface {
 	Drive(ctx context.Context, c *Coordinator, task string) (BrainReport, error)
 }
 
+// ExtraToolsOfferer is a Brain that offers the root manager's
+// Options.ExtraTools itself: one that drives the root through
+// RouterBrain.DriveTools (which offers them), or hands
+// Coordinator.ExtraTools to a brain of its own. Supervise accepts
+// ExtraTools with the router brain or such a brain only (a layer over
+// supervise, as package graph's root brain is); OffersExtraTools marks
+// it and is not called.
+type ExtraToolsOfferer interface {
+	Brain
+	OffersExtraTools()
+}
+
 // BrainReport is what a brain says of its own work.
 type BrainReport struct {
 	Text    string
@@ -351,7 +363,9 @@ type Options struct {
 	// failure the manager reads). Router brain only (the reference's
 	// router arm): refused with another brain, and for a name that is a
 	// coordination verb's (bare or with ToolPrefix), repeated, or with no
-	// Run. The manager's profile must not declare them; they are added to
+	// Run (an ExtraToolsOfferer — package graph's root brain — offers
+	// them too, through DriveTools or Coordinator.ExtraTools). The
+	// manager's profile must not declare them; they are added to
 	// what it is offered. Each call is journaled before it runs and its
 	// outcome after (KindExtraToolCalled, KindExtraToolDone), so a
 	// resumed manager's transcript replays it exactly once: a re-run
@@ -1256,8 +1270,10 @@ func (o *Options) resolve(manager *profile.Profile) (Brain, Executor, error) {
 	}
 	if len(o.ExtraTools) > 0 {
 		errs = append(errs, checkExtraTools(o.ExtraTools)...)
-		if _, router := brain.(*RouterBrain); !router {
-			bad("ExtraTools are offered to the router brain (a cli-base manager) only; this run's manager is driven by %T", brain)
+		_, router := brain.(*RouterBrain)
+		_, offers := brain.(ExtraToolsOfferer)
+		if !router && !offers {
+			bad("ExtraTools are offered to the router brain (a cli-base manager) or an ExtraToolsOfferer only; this run's manager is driven by %T", brain)
 		}
 	}
 	if _, router := brain.(*RouterBrain); router && (o.Reprompt.Max > 0 || o.Reprompt.UntilComplete) {
