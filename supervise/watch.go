@@ -331,6 +331,16 @@ func argsDigest(v canonjson.Value) string {
 	return d
 }
 
+// objectOf is m as a JSON object value (its canonical form orders the
+// members).
+func objectOf(m map[string]canonjson.Value) canonjson.Value {
+	members := make([]canonjson.Member, 0, len(m))
+	for k, v := range m {
+		members = append(members, canonjson.Member{Name: k, Value: v})
+	}
+	return canonjson.ObjectValue(members)
+}
+
 // part notes one update of a tool part.
 func (w *workerWatch) part(ctx context.Context, p contract.Part) {
 	id := p.ID
@@ -354,9 +364,7 @@ func (w *workerWatch) part(ctx context.Context, p contract.Part) {
 	}
 	if st := p.State; st != nil {
 		if st.Input != nil && s.ArgsDigest == "" {
-			if v, err := canonjson.ToValue(st.Input); err == nil {
-				s.ArgsDigest = argsDigest(v)
-			}
+			s.ArgsDigest = argsDigest(objectOf(st.Input))
 		}
 		switch st.Status {
 		case contract.ToolStatusCompleted:
