@@ -365,7 +365,7 @@ var superviseOptionClass = map[string]string{
 	"ChildSettleGrace": classForwarded, "StopRule": classForwarded, "OnProgressStop": classForwarded,
 	"ExtraTools":       classOwned,
 	"AuthorizeMessage": classOwned, "Finalizer": classForwarded, "FinalizerTimeout": classForwarded,
-	"EscalateQuestion": classForwarded,
+	"EscalateQuestion": classForwarded, "WatchWorkers": classForwarded,
 }
 
 // checkOptions refuses a supervise option the graph owns: a caller value
