@@ -98,7 +98,8 @@ type ToolSpan struct {
 type Detection struct {
 	// Severity is "warn" unless the detector says otherwise.
 	Severity string `json:"severity"`
-	// Summary says what was detected, in a sentence.
+	// Summary says what was detected, in a sentence ("reason" on the
+	// wire, as the reference spells it).
 	Summary string `json:"reason"`
 	// Streak is how many consecutive matching calls tripped it.
 	Streak int `json:"streak"`
