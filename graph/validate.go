@@ -369,7 +369,7 @@ var superviseOptionClass = map[string]string{
 	// Brain gets them from Driver.ExtraTools.
 	"ExtraTools":       classForwarded,
 	"AuthorizeMessage": classOwned, "Finalizer": classForwarded, "FinalizerTimeout": classForwarded,
-	"EscalateQuestion": classForwarded,
+	"EscalateQuestion": classForwarded, "WatchWorkers": classForwarded,
 	// The reference's runGraph forwards resolveSupervisorTools: the
 	// graph's root (its router brain's DriveTools, or Driver.NodeTools
 	// for a caller's Brain) and every nested manager get their own.

@@ -124,8 +124,13 @@ type core struct {
 	// escalateQuestion is Options.EscalateQuestion.
 	escalateQuestion func(ctx context.Context, q Question) (EscalationOutcome, error)
 	escalateTimeout  time.Duration
-	logger           *slog.Logger
-	now              func() time.Time
+	// watch is Options.WatchWorkers (nil: no worker is watched);
+	// watchRaised counts, per worker, the online findings earlier
+	// processes of a resumed run raised (c.mu).
+	watch       *WatchWorkers
+	watchRaised map[NodeID]int
+	logger      *slog.Logger
+	now         func() time.Time
 	// stallAfter is Options.StallAfter, the default when it is 0;
 	// continuityByProfile is Options.ContinuityByProfile (both read
 	// only once the run started).
@@ -746,6 +751,7 @@ func (c *Coordinator) start(id NodeID, p *profile.Profile, task string, reserved
 	// The worker's turns and events go to its log, workers/<label>.ndjson.
 	observer = c.log.streams.workerObserver(id, WorkerLogStem(labelOf(info.Label, info.Profile)), observer)
 	observer = w.progress.observer(observer)
+	observer = c.watchFor(id, exec, observer)
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()

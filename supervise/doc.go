@@ -520,6 +520,28 @@
 // starts, or reports as not-run, each requested analysis that has no
 // analyst.
 //
+// Online watching (§3.6 watchWorkers): with Options.WatchWorkers a
+// detector panel (WatchWorkers.Detectors; nil is DefaultDetectors, the
+// reference's StuckLoop(3) — kind repeated-action — and ErrorStreak(3))
+// folds each spawned worker's tool calls as they end, fed from the
+// worker's kernel observer (Work.Observer), no polling: a tool loop's
+// ToolEnded, or an environment's tool parts in its event stream (a part
+// counts once, when it reaches completed, error or failed; one that
+// never ends counts as its turn ends, its end unknown). A detection is
+// journaled in the coordination log (CoordFinding, outcome
+// FindingDetected; KindFindingDetected in a store journal) and queued
+// as a finding — Event kind finding, Lens "online:" and the detector's
+// kind, WorkerID and Source the worker, Output the OnlineFinding as
+// JSON — that the worker's manager's await_event returns while the
+// worker still runs; at most MaxFindingsPerWorker per worker (default
+// 3; negative: unlimited), counting what earlier processes raised.
+// Analysts and nested managers are not watched, nor is a worker whose
+// executor reports no tool calls. A caller's detector is bounded by
+// DetectorTimeout through callHook; one that panics or does not answer
+// is disabled for that worker and logged. A router manager's journaled
+// conversation marks a taken online finding (TakenEvent.Online), so a
+// resumed run does not take it for the worker's settlement.
+//
 // Stream logs. Beside the journal the run dir holds root-stream.jsonl,
 // the manager's own stream (its model turns and tool calls), and
 // workers/<label>.ndjson, each worker's log (spawned, its turns and what

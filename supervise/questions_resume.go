@@ -46,6 +46,11 @@ func (c *Coordinator) replayQuestions(ctx context.Context, prior []Record) {
 			case "defer":
 				q.Status = "deferred"
 			}
+		case r.Kind == CoordFinding && r.Finding != nil && r.Finding.Outcome == FindingDetected:
+			// An online finding an earlier process raised: it counts
+			// against its worker's cap (Options.WatchWorkers), and is
+			// not raised again.
+			c.watchRaised[r.Finding.Source]++
 		case r.Kind == CoordEscalation && r.Escalation != nil:
 			// The root escalated it: the call that did gets its outcome
 			// back if the resumed manager runs it again (rerunEscalation),
@@ -99,8 +104,9 @@ func (c *Coordinator) earlierQuestions(ctx context.Context, prior []Record) []Co
 }
 
 // questionRecord is coordination record r as the spawn journal keeps it
-// (KindQuestionAsked, KindQuestionDecided); false for a record of
-// another kind (a finding).
+// (KindQuestionAsked, KindQuestionDecided, KindQuestionEscalated,
+// KindFindingDetected); false for a record of another kind (an
+// analyst's finding).
 func questionRecord(r CoordRecord) (Record, bool) {
 	switch {
 	case r.Kind == CoordQuestion && r.Question != nil:
@@ -112,6 +118,9 @@ func questionRecord(r CoordRecord) (Record, bool) {
 	case r.Kind == CoordEscalation && r.Escalation != nil:
 		e := *r.Escalation
 		return Record{Kind: KindQuestionEscalated, Node: e.From, QuestionID: r.QuestionID, Escalation: &e}, true
+	case r.Kind == CoordFinding && r.Finding != nil && r.Finding.Outcome == FindingDetected:
+		f := r.Finding
+		return Record{Kind: KindFindingDetected, Node: f.Source, Label: f.Lens, Reason: f.Findings}, true
 	}
 	return Record{}, false
 }
@@ -126,6 +135,8 @@ func coordRecord(r Record) (CoordRecord, bool) {
 		return CoordRecord{Kind: CoordDecision, QuestionID: r.QuestionID, Decision: r.Decision, Delivered: r.Delivered}, true
 	case r.Kind == KindQuestionEscalated && r.Escalation != nil:
 		return CoordRecord{Kind: CoordEscalation, QuestionID: r.QuestionID, Escalation: r.Escalation}, true
+	case r.Kind == KindFindingDetected:
+		return CoordRecord{Kind: CoordFinding, Finding: &FindingRecord{Outcome: FindingDetected, Lens: r.Label, Source: r.Node, Findings: r.Reason}}, true
 	}
 	return CoordRecord{}, false
 }

@@ -71,6 +71,11 @@ const (
 	// started, and the resumed run could not start it either; Reason
 	// says why.
 	FindingNotRun = "not-run"
+	// FindingDetected: an online detector (Options.WatchWorkers) tripped
+	// on worker Source's live trace; Lens is OnlineLensPrefix and the
+	// detector's kind, Findings the OnlineFinding as JSON. A resumed run
+	// counts them against the worker's cap and raises none again.
+	FindingDetected = "detected"
 )
 
 // FindingRecord is what the coordination log keeps of one analysis: lens
@@ -121,6 +126,10 @@ const (
 	// KindQuestionEscalated is a question the root escalated
 	// (Escalation), journaled so too.
 	KindQuestionEscalated = "question-escalated"
+	// KindFindingDetected is an online finding (CoordFinding,
+	// FindingDetected: Node the watched worker, Label its lens, Reason
+	// the OnlineFinding as JSON), journaled so too.
+	KindFindingDetected = "finding-detected"
 	// KindBreakerTripped is the restart-intensity breaker's trip
 	// (Breaker; Node the worker whose down tripped it), and KindAborted
 	// a caller's RootHandle.Abort (Reason): journaled before either is

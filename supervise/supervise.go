@@ -142,6 +142,16 @@ type Options struct {
 	// supervise steer); a worker's question it escalated stays open (and
 	// holds stop when blocking) until the manager answers it.
 	EscalateQuestion func(ctx context.Context, q Question) (EscalationOutcome, error)
+	// WatchWorkers, when set, runs an online detector panel over each
+	// spawned worker's live tool calls (§3.6 watchWorkers; see
+	// WatchWorkers): a detection is raised as a finding (Event kind
+	// EventFinding, Lens OnlineLensPrefix+the detector's kind, WorkerID
+	// and Source the worker, Output the OnlineFinding as JSON) that the
+	// worker's manager's await_event returns while the worker still
+	// runs, at most MaxFindingsPerWorker per worker. Each is journaled
+	// in the coordination log first (FindingDetected); a resumed run
+	// raises none again. Nil: no worker is watched.
+	WatchWorkers *WatchWorkers
 	// Profiles are the worker profiles spawn_worker may name, by name.
 	Profiles map[string]*profile.Profile
 	// AuthoredProfiles lets spawn_worker take an authored AgentProfile
@@ -795,7 +805,7 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	c := &Coordinator{self: NodeID(runID), wake: make(chan struct{}), core: &core{runID: runID, pool: pool, log: log, exec: exec, profiles: o.Profiles,
 		authoredOK: o.AuthoredProfiles, authorizeHook: o.AuthorizeSpawn != nil, check: o.Deliverable,
 		finalizer: o.Finalizer, finalizerTimeout: o.FinalizerTimeout, authorizeMessage: o.AuthorizeMessage,
-		escalateQuestion: o.EscalateQuestion, escalateTimeout: escalateTimeout(ctx),
+		escalateQuestion: o.EscalateQuestion, escalateTimeout: escalateTimeout(ctx), watch: o.WatchWorkers, watchRaised: map[NodeID]int{},
 		logger: logger, now: now, workers: map[NodeID]*worker{}, ctl: newControl(runDir, ctx.Value(noControlScanKey{}) != nil),
 		lenses: lenses, analysts: map[NodeID]analystOf{}, afterSettle: o.AfterSettle, requested: map[string]bool{},
 		analystModel: o.AnalystModel, analystStops: map[NodeID]string{},

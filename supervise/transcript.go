@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
@@ -61,6 +62,10 @@ type TakenEvent struct {
 	WorkerID    NodeID `json:"workerId"`
 	QuestionID  string `json:"questionId,omitzero"`
 	OperationID string `json:"operationId,omitzero"`
+	// Online marks a taken online finding (Options.WatchWorkers): an
+	// event about a worker that is not its settlement, which a resumed
+	// run does not queue again.
+	Online bool `json:"online,omitzero"`
 }
 
 // TranscriptCall is a journaled tool call: its id, tool name and
@@ -207,6 +212,9 @@ func (j *transcriptJournal) awaiting(t contract.Tool) contract.Tool {
 				t := TakenEvent{Kind: kind.Str(), WorkerID: NodeID(worker.Str())}
 				if id, ok := canonjson.Resolve(v, "/event/question/id"); ok {
 					t.QuestionID = id.Str()
+				}
+				if lens, ok := canonjson.Resolve(v, "/event/lens"); ok && strings.HasPrefix(lens.Str(), OnlineLensPrefix) {
+					t.Online = true
 				}
 				j.took = append(j.took, t)
 			}
@@ -378,7 +386,7 @@ func (c *Coordinator) recordedTranscript() ([]contract.ChatMessage, []TakenEvent
 func (c *Coordinator) dropTaken(took []TakenEvent) {
 	left := map[NodeID]int{} // worker → how many to drop
 	for _, t := range took {
-		if t.Kind != EventSettled && t.Kind != EventFinding {
+		if t.Kind != EventSettled && t.Kind != EventFinding || t.Online {
 			continue // not queued again by the replay (publishReplayed)
 		}
 		left[t.WorkerID]++

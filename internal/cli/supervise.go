@@ -35,7 +35,8 @@ import (
 
 func newSuperviseCmd(stdio IO, open providerOpener) *cobra.Command {
 	var sf storeFlags
-	var asJSON, resume bool
+	var asJSON, resume, watchWorkers bool
+	var watchMax int
 	var journal storeJournalFlags
 	var task, providerName, scriptPath, managerScript, baseURL, openaiAPI, expect, checkCmd, runDir, runID, analystsPath, workspace string
 	var checkTimeout time.Duration
@@ -322,6 +323,9 @@ none or its journal lost part of it, 2 on usage errors.`,
 					progressDriverAttempt(stdio.Err, a)
 				},
 			}
+			if watchWorkers || cmd.Flags().Changed("watch-max-findings") {
+				o.WatchWorkers = &supervise.WatchWorkers{MaxFindingsPerWorker: watchMax}
+			}
 			journal.apply(&o, s)
 			if timeout > 0 {
 				o.Deadline = time.Now().Add(timeout)
@@ -399,6 +403,8 @@ none or its journal lost part of it, 2 on usage errors.`,
 	f.BoolVar(&resume, "resume", false, "continue the run journaled in --run-dir (or the --run-id's directory)")
 	journal.register(cmd)
 	f.StringVar(&analystsPath, "analysts", "", analystsFlagUsage+"; the manager runs them with run_analyst")
+	f.BoolVar(&watchWorkers, "watch-workers", false, "watch each worker's tool calls as it runs (the stuck-loop and error-streak detectors): a detection reaches the manager's await_event as a finding while the worker still runs")
+	f.IntVar(&watchMax, "watch-max-findings", 0, "with --watch-workers (which it implies): the findings raised per worker at most (0: 3; negative: unlimited)")
 	analystFlags.register(cmd)
 	workerFlags.register(cmd, "worker")
 	fleetFlags.register(cmd)
