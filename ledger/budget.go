@@ -292,8 +292,9 @@ func (p *Pool) reserve(b Budget, deadline bool) (*Ticket, error) {
 // the reservation is committed too and recorded as a Violation. A channel
 // whose spend is unknown is charged the whole reservation and marked
 // unknown (the balance becomes a ceiling); unknown dollars under a dollar
-// ceiling also taint the dollar channel, refusing later reservations. The
-// ticket is closed even when Settle returns an error.
+// ceiling also taint the dollar channel, refusing later reservations,
+// whether or not the ticket reserved dollars. The ticket is closed even
+// when Settle returns an error.
 func (p *Pool) Settle(t *Ticket, spent Spend) error {
 	if t == nil {
 		return ErrTicket
@@ -331,9 +332,19 @@ func (p *Pool) Settle(t *Ticket, spent Spend) error {
 		}
 	}
 	// Spend on channels the ticket did not reserve is observed spend.
+	// Dollars are the exception to observe's rule: a child that declared
+	// no dollar ceiling still spends the root's dollars, so when it
+	// reports none under a dollar ceiling the balance is no longer a
+	// bound and the channel is tainted, as for a child that declared one
+	// (spec §6 reconcile: unknown usd under a usd cap).
 	for ch, v := range actual {
 		if _, ok := req[ch]; ok {
 			continue
+		}
+		if ch == ChannelUSD && v == nil {
+			if a := p.accounts[ch]; a != nil && a.capped {
+				p.usdTainted = true
+			}
 		}
 		p.observeLocked(ch, v)
 	}
@@ -472,8 +483,9 @@ func (p *Pool) Snapshot() Snapshot {
 // Restore rebuilds a pool after a restart. Reservations that were open
 // when the snapshot was taken belonged to work that may have spent
 // anything up to its ceiling, so each is charged in full (committed), and
-// its channels are marked unknown: a restart never mints capacity. The
-// deadline stays absolute.
+// its channels are marked unknown: a restart never mints capacity. Under
+// a dollar ceiling any open reservation, dollars reserved or not, taints
+// the dollar channel. The deadline stays absolute.
 func Restore(s Snapshot, opts PoolOptions) (*Pool, error) {
 	p := &Pool{accounts: map[string]*account{}, tickets: map[string]map[string]int64{}, deadline: s.Deadline,
 		usdTainted: s.USDTainted, violations: slices.Clone(s.Violations), now: opts.Now}
@@ -490,6 +502,13 @@ func Restore(s Snapshot, opts PoolOptions) (*Pool, error) {
 		p.accounts[ch] = &account{total: b.Total, free: b.Free, reserved: b.Reserved, committed: b.Committed, capped: b.Capped, known: b.Known}
 	}
 	for id, req := range s.Open {
+		// Work that may have run spent dollars whether or not it
+		// reserved any: under a dollar ceiling the balance is no
+		// longer a bound.
+		if a := p.accounts[ChannelUSD]; a != nil && a.capped {
+			p.usdTainted = true
+			a.known = false
+		}
 		for ch, v := range req {
 			a, ok := p.accounts[ch]
 			if !ok {
