@@ -122,7 +122,9 @@ what is unknown shown as unknown, the run dir) on stdout, or as JSON with
 …) and beside them the spec's SupervisedResult (kind, out, outRef, verdict,
 tree, downCount, spentTotal and spentBreakdown as the spec's Spend, whose
 tokensKnown/usdKnown are explicit and whose unknown amounts are null); a
-verdict carries valid and notes beside passed and reason. A result its
+verdict carries valid and notes beside passed and reason; a worker that
+spent past its reservation carries budgetViolation{overspent[{channel,
+reserved, spent}]} in workers and tree.nodes (a fact: its state stands). A result its
 journal (or store) could not fully hold is still shown, its winner as NOT
 RECORDED with what was lost, and under --json with a journalIncomplete
 member {count, lost[{kind, node}], error}; the command then exits 1.
@@ -1085,6 +1087,28 @@ func specSpend(s supervise.SpentTotal, unknown map[string]bool, ms *int64) canon
 	return canonjson.ObjectValue(m)
 }
 
+// budgetViolationValue is n's settlement's overspend as the spec's
+// budgetViolation{overspent[{channel, reserved, spent}]} (§3.6), usd in
+// dollars; false when n is not settled or overspent nothing.
+func budgetViolationValue(n supervise.NodeInfo) (canonjson.Value, bool) {
+	if n.Settlement == nil || n.Settlement.BudgetViolation == nil {
+		return canonjson.Value{}, false
+	}
+	over := make([]canonjson.Value, 0, len(n.Settlement.BudgetViolation.Overspent))
+	for _, o := range n.Settlement.BudgetViolation.Overspent {
+		reserved, spent := float64(o.Reserved), float64(o.Spent)
+		if o.Channel == ledger.ChannelUSD {
+			reserved, spent = reserved/1e6, spent/1e6
+		}
+		over = append(over, canonjson.ObjectValue([]canonjson.Member{
+			{Name: "channel", Value: canonjson.StringValue(o.Channel)},
+			{Name: "reserved", Value: canonjson.NumberValue(reserved)},
+			{Name: "spent", Value: canonjson.NumberValue(spent)},
+		}))
+	}
+	return canonjson.ObjectValue([]canonjson.Member{{Name: "overspent", Value: canonjson.ArrayValue(over)}}), true
+}
+
 // specTree is the result's tree as the spec's TreeView (§3.6):
 // {root, nodes[{id, parent?, label, status, runtime?, budget, spent,
 // outRef?}], inFlight, waiting}.
@@ -1128,6 +1152,9 @@ func specTree(res supervise.SupervisedResult) canonjson.Value {
 			canonjson.Member{Name: "spent", Value: specSpend(spent, unknown, nil)})
 		if n.OutRef != "" {
 			nm = append(nm, canonjson.Member{Name: "outRef", Value: canonjson.StringValue(n.OutRef)})
+		}
+		if v, ok := budgetViolationValue(n.NodeInfo); ok {
+			nm = append(nm, canonjson.Member{Name: "budgetViolation", Value: v})
 		}
 		nodes = append(nodes, canonjson.ObjectValue(nm))
 	}
@@ -1230,6 +1257,9 @@ func supervisedValue(res supervise.SupervisedResult, runDir string) canonjson.Va
 		}
 		if n.CheckError != "" {
 			wm = append(wm, canonjson.Member{Name: "checkError", Value: canonjson.StringValue(n.CheckError)})
+		}
+		if v, ok := budgetViolationValue(n.NodeInfo); ok {
+			wm = append(wm, canonjson.Member{Name: "budgetViolation", Value: v})
 		}
 		workers = append(workers, canonjson.ObjectValue(wm))
 	}
