@@ -78,7 +78,9 @@ with --provider scripted, --manager-script FILE, a JSON script of the
 manager's turns:
 
   {"turns": [{"calls": [{"verb": "spawn_worker", "args": {"profile": "note-writer", "task": "..."}}],
-              "text": "...", "usage": {"inputTokens": 10, "outputTokens": 2}, "hang": false}]}
+              "text": "...", "usage": {"inputTokens": 10, "outputTokens": 2, "cost": 0.001}, "hang": false}]}
+
+(usage.cost, the turn's dollars, is optional: without it they are unreported)
 
 and without one a plan that spawns each worker once on the task and awaits
 them (no more than --max-live at once). With --provider openai or anthropic the manager's model is the manager
@@ -559,6 +561,8 @@ type managerScript struct {
 		Usage *struct {
 			InputTokens  int64 `json:"inputTokens"`
 			OutputTokens int64 `json:"outputTokens"`
+			// Cost is the turn's dollars, unreported when absent.
+			Cost *float64 `json:"cost"`
 		} `json:"usage"`
 		Hang bool `json:"hang"`
 	} `json:"turns"`
@@ -602,8 +606,14 @@ func parseManagerScript(data []byte) (scripted.ChatScript, error) {
 		if t.Text != "" {
 			turn.Events = append(turn.Events, scripted.Text(t.Text))
 		}
-		if t.Usage != nil {
-			turn.Events = append(turn.Events, scripted.Usage(t.Usage.InputTokens, t.Usage.OutputTokens, contract.UsageDelta))
+		switch u := t.Usage; {
+		case u != nil && u.Cost != nil:
+			if *u.Cost < 0 || math.IsInf(*u.Cost, 0) || math.IsNaN(*u.Cost) {
+				return scripted.ChatScript{}, fmt.Errorf("turn %d: usage.cost %v is not a finite non-negative number of dollars", len(script.Turns)+1, *u.Cost)
+			}
+			turn.Events = append(turn.Events, scripted.UsageCost(u.InputTokens, u.OutputTokens, *u.Cost))
+		case u != nil:
+			turn.Events = append(turn.Events, scripted.Usage(u.InputTokens, u.OutputTokens, contract.UsageDelta))
 		}
 		turn.Hang = t.Hang
 		script.Turns = append(script.Turns, turn)
