@@ -29,6 +29,21 @@ type Spend struct {
 	Iterations *int64
 	MicroUSD   *int64
 	Resources  map[string]*int64
+	// TokensFloor, when Tokens is nil, is a lower bound on the tokens
+	// spent (a receipt that is not complete, such as a turn that failed
+	// after reporting usage). The channel stays unknown; it is charged
+	// the larger of its reservation and this floor, so a charge is never
+	// below what is known to have been spent. Ignored when Tokens is set,
+	// and when negative or above MaxQuantity.
+	TokensFloor *int64
+}
+
+// floor is s's valid token floor when its tokens are unreported, else 0.
+func (s Spend) floor() int64 {
+	if s.Tokens != nil || s.TokensFloor == nil || *s.TokensFloor < 0 || *s.TokensFloor > MaxQuantity {
+		return 0
+	}
+	return *s.TokensFloor
 }
 
 // MaxQuantity is the largest quantity a ceiling, a reservation or a spend
@@ -317,8 +332,14 @@ func (p *Pool) Settle(t *Ticket, spent Spend) error {
 		}
 		a.reserved -= reserved
 		if !measured || v == nil {
-			// Unknown: charge the whole reservation; never mint.
-			a.committed += reserved
+			// Unknown: charge the whole reservation, or the floor
+			// known to have been spent when that is more; never mint.
+			charge := reserved
+			if f := spent.floor(); ch == ChannelTokens && f > reserved && a.committed <= accountLimit-f {
+				charge = f
+				a.free -= f - reserved
+			}
+			a.committed += charge
 			a.known = false
 			if ch == ChannelUSD && a.capped {
 				p.usdTainted = true
@@ -373,6 +394,13 @@ func (p *Pool) Observe(spent Spend) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for ch, v := range spendByChannel(spent) {
+		if f := spent.floor(); ch == ChannelTokens && v == nil && f > 0 {
+			// What is known to have been spent is debited; the
+			// balance is still a ceiling.
+			p.observeLocked(ch, &f)
+			p.accounts[ch].known = false
+			continue
+		}
 		p.observeLocked(ch, v)
 	}
 }

@@ -523,3 +523,42 @@ func TestRestoreUndeclaredDollarsUnderCapTaints(t *testing.T) {
 		t.Errorf("a reservation after the restore: %v; want ErrUSDTainted", err)
 	}
 }
+
+// Spec §6, §7 rules 2 and 10: unreported tokens are charged the
+// reservation, or the floor an incomplete receipt shows was spent when
+// that is more — a charge is a bound, never below what is known — and
+// the channel stays unknown either way; an observed floor is debited.
+func TestUnreportedTokensChargedAtLeastTheirFloor(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		floor         *int64
+		wantCommitted int64
+	}{
+		{"no floor", nil, 100},
+		{"floor below the ceiling", i64(40), 100},
+		{"floor above the ceiling", i64(170), 170},
+		{"negative floor ignored", i64(-5), 100},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pool, _ := ledger.NewPool(ledger.Budget{Tokens: i64(1000), Iterations: i64(10)}, ledger.PoolOptions{})
+			tk, _ := pool.Reserve(ledger.Budget{Tokens: i64(100), Iterations: i64(1)})
+			if err := pool.Settle(tk, ledger.Spend{Iterations: i64(1), TokensFloor: tc.floor}); err != nil {
+				t.Fatal(err)
+			}
+			r := pool.Readout()
+			conserved(t, r)
+			if b := r.Channels[ledger.ChannelTokens]; b.Committed != tc.wantCommitted || b.Known {
+				t.Errorf("tokens %+v, want committed %d and unknown", b, tc.wantCommitted)
+			}
+		})
+	}
+	t.Run("observed", func(t *testing.T) {
+		pool, _ := ledger.NewPool(ledger.Budget{Tokens: i64(1000), Iterations: i64(10)}, ledger.PoolOptions{})
+		pool.Observe(ledger.Spend{Iterations: i64(0), TokensFloor: i64(60)})
+		r := pool.Readout()
+		conserved(t, r)
+		if b := r.Channels[ledger.ChannelTokens]; b.Committed != 60 || b.Free != 940 || b.Known {
+			t.Errorf("tokens %+v, want 60 debited and unknown", b)
+		}
+	})
+}

@@ -937,7 +937,7 @@ func cloneSpend(sp ledger.Spend) ledger.Spend {
 		c := *v
 		return &c
 	}
-	out := ledger.Spend{Tokens: cp(sp.Tokens), Iterations: cp(sp.Iterations), MicroUSD: cp(sp.MicroUSD)}
+	out := ledger.Spend{Tokens: cp(sp.Tokens), Iterations: cp(sp.Iterations), MicroUSD: cp(sp.MicroUSD), TokensFloor: cp(sp.TokensFloor)}
 	if sp.Resources != nil {
 		out.Resources = make(map[string]*int64, len(sp.Resources))
 		for k, v := range sp.Resources {
@@ -950,7 +950,7 @@ func cloneSpend(sp ledger.Spend) ledger.Spend {
 // negative reports whether sp holds a negative quantity.
 func negative(sp ledger.Spend) bool {
 	neg := func(v *int64) bool { return v != nil && *v < 0 }
-	if neg(sp.Tokens) || neg(sp.Iterations) || neg(sp.MicroUSD) {
+	if neg(sp.Tokens) || neg(sp.Iterations) || neg(sp.MicroUSD) || neg(sp.TokensFloor) {
 		return true
 	}
 	for _, v := range sp.Resources {
@@ -968,7 +968,7 @@ func dropNegative(sp ledger.Spend) ledger.Spend {
 		}
 		return v
 	}
-	sp.Tokens, sp.Iterations, sp.MicroUSD = neg(sp.Tokens), neg(sp.Iterations), neg(sp.MicroUSD)
+	sp.Tokens, sp.Iterations, sp.MicroUSD, sp.TokensFloor = neg(sp.Tokens), neg(sp.Iterations), neg(sp.MicroUSD), neg(sp.TokensFloor)
 	for k, v := range sp.Resources {
 		sp.Resources[k] = neg(v)
 	}
