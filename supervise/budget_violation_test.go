@@ -28,6 +28,9 @@ func TestSettlementNamesBudgetViolation(t *testing.T) {
 		{"tokens and dollars", supervise.StateDone, ledger.Spend{Tokens: i64(250), Iterations: i64(1), MicroUSD: i64(7_500)},
 			&supervise.BudgetViolation{Overspent: []supervise.Overspend{
 				{Channel: ledger.ChannelTokens, Reserved: 100, Spent: 250}, {Channel: ledger.ChannelUSD, Reserved: 5_000, Spent: 7_500}}}},
+		{"a token floor past the ceiling", supervise.StateFailed, ledger.Spend{Iterations: i64(1), MicroUSD: i64(0), TokensFloor: i64(130)},
+			&supervise.BudgetViolation{Overspent: []supervise.Overspend{{Channel: ledger.ChannelTokens, Reserved: 100, Spent: 130}}}},
+		{"a token floor within", supervise.StateFailed, ledger.Spend{Iterations: i64(1), MicroUSD: i64(0), TokensFloor: i64(60)}, nil},
 		{"iterations, failed", supervise.StateFailed, ledger.Spend{Tokens: i64(10), Iterations: i64(3), MicroUSD: i64(0)},
 			&supervise.BudgetViolation{Overspent: []supervise.Overspend{{Channel: ledger.ChannelIterations, Reserved: 1, Spent: 3}}}},
 	} {
@@ -47,9 +50,11 @@ func TestSettlementNamesBudgetViolation(t *testing.T) {
 			if info, _ := s.Node(r.Node); info.Settlement == nil || !cmp.Equal(info.Settlement.BudgetViolation, tc.want) {
 				t.Errorf("the node's settlement does not carry the violation: %+v", info.Settlement)
 			}
-			if tc.spent.Tokens != nil && *tc.spent.Tokens > 100 {
-				if got := pool.Readout().Channels[ledger.ChannelTokens].Committed; got != *tc.spent.Tokens {
-					t.Errorf("committed tokens %d, want the measured %d in full", got, *tc.spent.Tokens)
+			for _, v := range []*int64{tc.spent.Tokens, tc.spent.TokensFloor} {
+				if v != nil && *v > 100 {
+					if got := pool.Readout().Channels[ledger.ChannelTokens].Committed; got != *v {
+						t.Errorf("committed tokens %d, want the measured %d in full", got, *v)
+					}
 				}
 			}
 		})

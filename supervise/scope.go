@@ -170,8 +170,9 @@ type Overspend struct {
 }
 
 // budgetViolation is spent's overspend of reserved: the channels both
-// name whose measured spend exceeds the reservation; nil when none.
-// Unmeasured channels are charged at their ceiling, never an overspend.
+// name whose measured spend (for tokens, or the floor of an incomplete
+// receipt) exceeds the reservation; nil when none. Unmeasured channels
+// are charged at their ceiling, never an overspend.
 func budgetViolation(reserved ledger.Budget, spent ledger.Spend) *BudgetViolation {
 	var over []Overspend
 	check := func(ch string, r, v *int64) {
@@ -179,7 +180,13 @@ func budgetViolation(reserved ledger.Budget, spent ledger.Spend) *BudgetViolatio
 			over = append(over, Overspend{Channel: ch, Reserved: *r, Spent: *v})
 		}
 	}
-	check(ledger.ChannelTokens, reserved.Tokens, spent.Tokens)
+	tokens := spent.Tokens
+	if tokens == nil && spent.TokensFloor != nil && *spent.TokensFloor <= ledger.MaxQuantity {
+		// An incomplete receipt above the reservation is an overspend
+		// measured at least that far.
+		tokens = spent.TokensFloor
+	}
+	check(ledger.ChannelTokens, reserved.Tokens, tokens)
 	check(ledger.ChannelIterations, reserved.Iterations, spent.Iterations)
 	check(ledger.ChannelUSD, reserved.MicroUSD, spent.MicroUSD)
 	for _, name := range slices.Sorted(maps.Keys(reserved.Resources)) {

@@ -57,6 +57,12 @@ func TestSuperviseFailedWorkerChargedAtLeastItsFloor(t *testing.T) {
 	if got := int64(member(member(member(res, "spent"), "charged"), "tokens").Float()); got < known+1700 {
 		t.Errorf("charged tokens %d, below the %d reported by the manager and alpha plus beta's 1700 (ceiling %d):\n%s", got, known, ceiling, out)
 	}
+	for _, w := range member(res, "workers").Items() {
+		v, _ := w.Get("budgetViolation")
+		if want := `{"overspent":[{"channel":"tokens","reserved":1000,"spent":1700}]}`; member(w, "id").Str() == "costs:s2" && string(canonjson.Marshal(v)) != want {
+			t.Errorf("beta's budgetViolation %s, want %s (its floor is past its reservation)", canonjson.Marshal(v), want)
+		}
+	}
 	if member(member(res, "spentTotal"), "tokensKnown").Bool() {
 		t.Errorf("tokensKnown true, want false (beta's receipt is incomplete)")
 	}
