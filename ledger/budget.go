@@ -29,6 +29,21 @@ type Spend struct {
 	Iterations *int64
 	MicroUSD   *int64
 	Resources  map[string]*int64
+	// TokensFloor, when Tokens is nil, is a lower bound on the tokens
+	// spent (a receipt that is not complete, such as a turn that failed
+	// after reporting usage). The channel stays unknown; it is charged
+	// the larger of its reservation and this floor, so a charge is never
+	// below what is known to have been spent. Ignored when Tokens is set,
+	// and when negative or above MaxQuantity.
+	TokensFloor *int64
+}
+
+// floor is s's valid token floor when its tokens are unreported, else 0.
+func (s Spend) floor() int64 {
+	if s.Tokens != nil || s.TokensFloor == nil || *s.TokensFloor < 0 || *s.TokensFloor > MaxQuantity {
+		return 0
+	}
+	return *s.TokensFloor
 }
 
 // MaxQuantity is the largest quantity a ceiling, a reservation or a spend
@@ -292,8 +307,9 @@ func (p *Pool) reserve(b Budget, deadline bool) (*Ticket, error) {
 // the reservation is committed too and recorded as a Violation. A channel
 // whose spend is unknown is charged the whole reservation and marked
 // unknown (the balance becomes a ceiling); unknown dollars under a dollar
-// ceiling also taint the dollar channel, refusing later reservations. The
-// ticket is closed even when Settle returns an error.
+// ceiling also taint the dollar channel, refusing later reservations,
+// whether or not the ticket reserved dollars. The ticket is closed even
+// when Settle returns an error.
 func (p *Pool) Settle(t *Ticket, spent Spend) error {
 	if t == nil {
 		return ErrTicket
@@ -316,8 +332,14 @@ func (p *Pool) Settle(t *Ticket, spent Spend) error {
 		}
 		a.reserved -= reserved
 		if !measured || v == nil {
-			// Unknown: charge the whole reservation; never mint.
-			a.committed += reserved
+			// Unknown: charge the whole reservation, or the floor
+			// known to have been spent when that is more; never mint.
+			charge := reserved
+			if f := spent.floor(); ch == ChannelTokens && f > reserved && a.committed <= accountLimit-f {
+				charge = f
+				a.free -= f - reserved
+			}
+			a.committed += charge
 			a.known = false
 			if ch == ChannelUSD && a.capped {
 				p.usdTainted = true
@@ -331,9 +353,19 @@ func (p *Pool) Settle(t *Ticket, spent Spend) error {
 		}
 	}
 	// Spend on channels the ticket did not reserve is observed spend.
+	// Dollars are the exception to observe's rule: a child that declared
+	// no dollar ceiling still spends the root's dollars, so when it
+	// reports none under a dollar ceiling the balance is no longer a
+	// bound and the channel is tainted, as for a child that declared one
+	// (spec §6 reconcile: unknown usd under a usd cap).
 	for ch, v := range actual {
 		if _, ok := req[ch]; ok {
 			continue
+		}
+		if ch == ChannelUSD && v == nil {
+			if a := p.accounts[ch]; a != nil && a.capped {
+				p.usdTainted = true
+			}
 		}
 		p.observeLocked(ch, v)
 	}
@@ -362,6 +394,13 @@ func (p *Pool) Observe(spent Spend) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for ch, v := range spendByChannel(spent) {
+		if f := spent.floor(); ch == ChannelTokens && v == nil && f > 0 {
+			// What is known to have been spent is debited; the
+			// balance is still a ceiling.
+			p.observeLocked(ch, &f)
+			p.accounts[ch].known = false
+			continue
+		}
 		p.observeLocked(ch, v)
 	}
 }
@@ -472,8 +511,9 @@ func (p *Pool) Snapshot() Snapshot {
 // Restore rebuilds a pool after a restart. Reservations that were open
 // when the snapshot was taken belonged to work that may have spent
 // anything up to its ceiling, so each is charged in full (committed), and
-// its channels are marked unknown: a restart never mints capacity. The
-// deadline stays absolute.
+// its channels are marked unknown: a restart never mints capacity. Under
+// a dollar ceiling any open reservation, dollars reserved or not, taints
+// the dollar channel. The deadline stays absolute.
 func Restore(s Snapshot, opts PoolOptions) (*Pool, error) {
 	p := &Pool{accounts: map[string]*account{}, tickets: map[string]map[string]int64{}, deadline: s.Deadline,
 		usdTainted: s.USDTainted, violations: slices.Clone(s.Violations), now: opts.Now}
@@ -490,6 +530,13 @@ func Restore(s Snapshot, opts PoolOptions) (*Pool, error) {
 		p.accounts[ch] = &account{total: b.Total, free: b.Free, reserved: b.Reserved, committed: b.Committed, capped: b.Capped, known: b.Known}
 	}
 	for id, req := range s.Open {
+		// Work that may have run spent dollars whether or not it
+		// reserved any: under a dollar ceiling the balance is no
+		// longer a bound.
+		if a := p.accounts[ChannelUSD]; a != nil && a.capped {
+			p.usdTainted = true
+			a.known = false
+		}
 		for ch, v := range req {
 			a, ok := p.accounts[ch]
 			if !ok {

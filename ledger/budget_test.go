@@ -457,3 +457,108 @@ func TestQuantitiesBeyondSafeIntegersNeverMintCapacity(t *testing.T) {
 		t.Errorf("tokens after 4096 maximal observations: %+v", tk)
 	}
 }
+
+// Spec §6 reconcile, behaviour 39: a child that declared no maxUsd under
+// a dollar-capped root reserved no dollars, yet its dollars are still
+// spent against that root: when it reports none, the root's dollar
+// balance is no longer a sound bound, so the channel is tainted and
+// later reservations are refused, as for a child that declared one (the
+// reference's budget.ts: unknownUnderCap is the root's cap and the
+// spend's usdKnown, whatever the child declared). Known dollars of such a
+// child are observed spend, debited from free.
+func TestUndeclaredDollarsUnderCapBehaviour39(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		spent       ledger.Spend
+		wantTainted bool
+		wantFree    int64
+	}{
+		{"unreported", ledger.Spend{Tokens: i64(50), Iterations: i64(1)}, true, 1_000},
+		{"reported", ledger.Spend{Tokens: i64(50), Iterations: i64(1), MicroUSD: i64(300)}, false, 700},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pool, _ := ledger.NewPool(ledger.Budget{Tokens: i64(1000), Iterations: i64(10), MicroUSD: i64(1_000)}, ledger.PoolOptions{})
+			tk, err := pool.Reserve(ledger.Budget{Tokens: i64(100), Iterations: i64(1)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := pool.Settle(tk, tc.spent); err != nil {
+				t.Fatal(err)
+			}
+			r := pool.Readout()
+			conserved(t, r)
+			if r.USDTainted != tc.wantTainted {
+				t.Errorf("tainted %v, want %v", r.USDTainted, tc.wantTainted)
+			}
+			if usd := r.Channels[ledger.ChannelUSD]; usd.Known == tc.wantTainted || usd.Free != tc.wantFree {
+				t.Errorf("dollars %+v, want known %v free %d", usd, !tc.wantTainted, tc.wantFree)
+			}
+			_, err = pool.Reserve(ledger.Budget{Tokens: i64(1), Iterations: i64(1)})
+			if tc.wantTainted != errors.Is(err, ledger.ErrUSDTainted) {
+				t.Errorf("a later reservation: %v; want refused (ErrUSDTainted) %v", err, tc.wantTainted)
+			}
+		})
+	}
+}
+
+// Spec §6 restore: a child journaled started but never settled that
+// declared no maxUsd, under a dollar-capped root, may have spent any
+// dollars: the restored pool's dollar channel is tainted (restart never
+// mints capacity).
+func TestRestoreUndeclaredDollarsUnderCapTaints(t *testing.T) {
+	pool, _ := ledger.NewPool(ledger.Budget{Tokens: i64(1000), Iterations: i64(10), MicroUSD: i64(1_000)}, ledger.PoolOptions{})
+	if _, err := pool.Reserve(ledger.Budget{Tokens: i64(100), Iterations: i64(1)}); err != nil {
+		t.Fatal(err)
+	}
+	restored, err := ledger.Restore(pool.Snapshot(), ledger.PoolOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := restored.Readout()
+	conserved(t, r)
+	if !r.USDTainted || r.Channels[ledger.ChannelUSD].Known {
+		t.Errorf("tainted %v, dollars %+v; want tainted and unknown", r.USDTainted, r.Channels[ledger.ChannelUSD])
+	}
+	if _, err := restored.Reserve(ledger.Budget{Tokens: i64(1), Iterations: i64(1)}); !errors.Is(err, ledger.ErrUSDTainted) {
+		t.Errorf("a reservation after the restore: %v; want ErrUSDTainted", err)
+	}
+}
+
+// Spec §6, §7 rules 2 and 10: unreported tokens are charged the
+// reservation, or the floor an incomplete receipt shows was spent when
+// that is more — a charge is a bound, never below what is known — and
+// the channel stays unknown either way; an observed floor is debited.
+func TestUnreportedTokensChargedAtLeastTheirFloor(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		floor         *int64
+		wantCommitted int64
+	}{
+		{"no floor", nil, 100},
+		{"floor below the ceiling", i64(40), 100},
+		{"floor above the ceiling", i64(170), 170},
+		{"negative floor ignored", i64(-5), 100},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pool, _ := ledger.NewPool(ledger.Budget{Tokens: i64(1000), Iterations: i64(10)}, ledger.PoolOptions{})
+			tk, _ := pool.Reserve(ledger.Budget{Tokens: i64(100), Iterations: i64(1)})
+			if err := pool.Settle(tk, ledger.Spend{Iterations: i64(1), TokensFloor: tc.floor}); err != nil {
+				t.Fatal(err)
+			}
+			r := pool.Readout()
+			conserved(t, r)
+			if b := r.Channels[ledger.ChannelTokens]; b.Committed != tc.wantCommitted || b.Known {
+				t.Errorf("tokens %+v, want committed %d and unknown", b, tc.wantCommitted)
+			}
+		})
+	}
+	t.Run("observed", func(t *testing.T) {
+		pool, _ := ledger.NewPool(ledger.Budget{Tokens: i64(1000), Iterations: i64(10)}, ledger.PoolOptions{})
+		pool.Observe(ledger.Spend{Iterations: i64(0), TokensFloor: i64(60)})
+		r := pool.Readout()
+		conserved(t, r)
+		if b := r.Channels[ledger.ChannelTokens]; b.Committed != 60 || b.Free != 940 || b.Known {
+			t.Errorf("tokens %+v, want 60 debited and unknown", b)
+		}
+	})
+}

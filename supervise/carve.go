@@ -165,9 +165,15 @@ func (s *Scope) chargedLocked(n *node, spent ledger.Spend) {
 		// Charged at its ceiling where unreported, as a known amount:
 		// the gate is the manager's, and a child's unknown dollars do
 		// not taint its turns (the carved pool refuses its next child).
+		// A child that declared no dollars and reported none is
+		// charged none here: the gate would otherwise be tainted.
 		zero := int64(0)
+		usd := charge(spent.MicroUSD, n.Reserved.MicroUSD)
+		if usd == nil {
+			usd = &zero
+		}
 		_ = p.carve.gate.Settle(t, ledger.Spend{Tokens: charge(spent.Tokens, n.Reserved.Tokens), Iterations: &zero,
-			MicroUSD: charge(spent.MicroUSD, n.Reserved.MicroUSD)}) // an open ticket of known channels: cannot fail
+			MicroUSD: usd}) // an open ticket of known channels: cannot fail
 	}
 }
 

@@ -505,7 +505,8 @@ func steerInput(steers []SteerMessage) string {
 }
 
 // SpendOf converts observed usage to a ledger spend of one iteration:
-// tokens are input plus output when both are known, dollars when the
+// tokens are input plus output when both are known (when only a floor
+// is, TokensFloor is what was reported), dollars when the
 // cost is known (rounded up to the micro-dollar); anything unknown stays
 // nil.
 func SpendOf(u ledger.Usage) ledger.Spend {
@@ -514,6 +515,10 @@ func SpendOf(u ledger.Usage) ledger.Spend {
 	if u.InputTokens.Known() && u.OutputTokens.Known() {
 		t := u.InputTokens.Value + u.OutputTokens.Value
 		s.Tokens = &t
+	} else if u.InputTokens.Reported || u.OutputTokens.Reported {
+		// An incomplete receipt: what it reported is a floor.
+		f := max(u.InputTokens.Value, 0) + max(u.OutputTokens.Value, 0)
+		s.TokensFloor = &f
 	}
 	if u.CostUSD.Known() {
 		micro := int64(math.Ceil(u.CostUSD.Value * 1e6))

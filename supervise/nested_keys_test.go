@@ -65,7 +65,10 @@ func refusedAs(t *testing.T, s *supervise.Scope, pool *ledger.Pool, req supervis
 func TestNestedKeyScopedToItsManagerBehaviour44(t *testing.T) {
 	s, pool := carveCheckScope(t, supervise.ScopeOptions{})
 	writer := ledger.Budget{Tokens: i64(500), Iterations: i64(1)}
-	grant := ledger.Budget{Tokens: i64(5000), Iterations: i64(10), MicroUSD: i64(250_000)}
+	// The leads grant no dollars: lead B's in-doubt writer below, which
+	// declared none, would taint a dollar-capped pool of B's (§6) and
+	// refuse B's unkeyed spawns for a reason this test is not about.
+	grant := ledger.Budget{Tokens: i64(5000), Iterations: i64(10)}
 	a := spawnOK(t, s, supervise.SpawnRequest{Profile: "lead", Label: "a", Budget: grant})
 	b := spawnOK(t, s, supervise.SpawnRequest{Profile: "lead", Label: "b", Budget: grant})
 	if a.Assignment != "ordinal:0" || b.Assignment != "ordinal:1" {

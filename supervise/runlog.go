@@ -278,6 +278,9 @@ type SpendRecord struct {
 	Iterations *int64            `json:"iterations,omitzero"`
 	MicroUSD   *int64            `json:"microUsd,omitzero"`
 	Resources  map[string]*int64 `json:"resources,omitzero"`
+	// TokensFloor is ledger.Spend.TokensFloor: a lower bound on
+	// unreported tokens.
+	TokensFloor *int64 `json:"tokensFloor,omitzero"`
 }
 
 func budgetRecord(b ledger.Budget) *BudgetRecord {
@@ -292,14 +295,14 @@ func (b *BudgetRecord) budget() ledger.Budget {
 }
 
 func spendRecord(s ledger.Spend) *SpendRecord {
-	return &SpendRecord{Tokens: s.Tokens, Iterations: s.Iterations, MicroUSD: s.MicroUSD, Resources: s.Resources}
+	return &SpendRecord{Tokens: s.Tokens, Iterations: s.Iterations, MicroUSD: s.MicroUSD, Resources: s.Resources, TokensFloor: s.TokensFloor}
 }
 
 func (s *SpendRecord) spend() ledger.Spend {
 	if s == nil {
 		return ledger.Spend{}
 	}
-	return ledger.Spend{Tokens: s.Tokens, Iterations: s.Iterations, MicroUSD: s.MicroUSD, Resources: s.Resources}
+	return ledger.Spend{Tokens: s.Tokens, Iterations: s.Iterations, MicroUSD: s.MicroUSD, Resources: s.Resources, TokensFloor: s.TokensFloor}
 }
 
 // RunExistsError: the run directory already holds a journal and the

@@ -145,6 +145,58 @@ type Settlement struct {
 	State  State
 	Spent  ledger.Spend
 	Reason string
+	// BudgetViolation names the channels on which the node's measured
+	// spend exceeded its reservation, nil when none did (spec §3.6
+	// Settled budgetViolation). It is an accounting fact, never an
+	// outcome change: the spend is charged in full, the state stands.
+	BudgetViolation *BudgetViolation
+}
+
+// BudgetViolation is a settled node's overspend (spec §3.6
+// budgetViolation{overspent[…]}), in channel order: tokens,
+// iterations, usd, then resource:<name> by name.
+type BudgetViolation struct {
+	Overspent []Overspend `json:"overspent"`
+}
+
+// Overspend is one channel a node spent past its reservation: Channel
+// is a ledger channel (ledger.ChannelTokens, ledger.ChannelIterations,
+// ledger.ChannelUSD, or "resource:<name>"); Reserved and Spent are in
+// its unit (micro-dollars for usd).
+type Overspend struct {
+	Channel  string `json:"channel"`
+	Reserved int64  `json:"reserved"`
+	Spent    int64  `json:"spent"`
+}
+
+// budgetViolation is spent's overspend of reserved: the channels both
+// name whose measured spend (for tokens, or the floor of an incomplete
+// receipt) exceeds the reservation; nil when none. Unmeasured channels
+// are charged at their ceiling, never an overspend.
+func budgetViolation(reserved ledger.Budget, spent ledger.Spend) *BudgetViolation {
+	var over []Overspend
+	check := func(ch string, r, v *int64) {
+		if r != nil && v != nil && *v > *r {
+			over = append(over, Overspend{Channel: ch, Reserved: *r, Spent: *v})
+		}
+	}
+	tokens := spent.Tokens
+	if tokens == nil && spent.TokensFloor != nil && *spent.TokensFloor <= ledger.MaxQuantity {
+		// An incomplete receipt above the reservation is an overspend
+		// measured at least that far.
+		tokens = spent.TokensFloor
+	}
+	check(ledger.ChannelTokens, reserved.Tokens, tokens)
+	check(ledger.ChannelIterations, reserved.Iterations, spent.Iterations)
+	check(ledger.ChannelUSD, reserved.MicroUSD, spent.MicroUSD)
+	for _, name := range slices.Sorted(maps.Keys(reserved.Resources)) {
+		r := reserved.Resources[name]
+		check("resource:"+name, &r, spent.Resources[name])
+	}
+	if over == nil {
+		return nil
+	}
+	return &BudgetViolation{Overspent: over}
 }
 
 // NodeInfo is a read-only view of one node.
@@ -785,7 +837,8 @@ func (s *Scope) Settle(id NodeID, r Result) (Settlement, error) {
 		spent = dropNegative(spent)
 	}
 	s.settled++
-	st := Settlement{Node: id, Seq: n.Seq, Order: s.settled, State: r.State, Spent: spent, Reason: r.Reason}
+	st := Settlement{Node: id, Seq: n.Seq, Order: s.settled, State: r.State, Spent: spent, Reason: r.Reason,
+		BudgetViolation: budgetViolation(n.Reserved, spent)}
 	n.State, n.Settlement = r.State, &st
 	s.live--
 	l := s.labelledOf(n)
@@ -951,7 +1004,7 @@ func cloneSpend(sp ledger.Spend) ledger.Spend {
 		c := *v
 		return &c
 	}
-	out := ledger.Spend{Tokens: cp(sp.Tokens), Iterations: cp(sp.Iterations), MicroUSD: cp(sp.MicroUSD)}
+	out := ledger.Spend{Tokens: cp(sp.Tokens), Iterations: cp(sp.Iterations), MicroUSD: cp(sp.MicroUSD), TokensFloor: cp(sp.TokensFloor)}
 	if sp.Resources != nil {
 		out.Resources = make(map[string]*int64, len(sp.Resources))
 		for k, v := range sp.Resources {
@@ -964,7 +1017,7 @@ func cloneSpend(sp ledger.Spend) ledger.Spend {
 // negative reports whether sp holds a negative quantity.
 func negative(sp ledger.Spend) bool {
 	neg := func(v *int64) bool { return v != nil && *v < 0 }
-	if neg(sp.Tokens) || neg(sp.Iterations) || neg(sp.MicroUSD) {
+	if neg(sp.Tokens) || neg(sp.Iterations) || neg(sp.MicroUSD) || neg(sp.TokensFloor) {
 		return true
 	}
 	for _, v := range sp.Resources {
@@ -982,7 +1035,7 @@ func dropNegative(sp ledger.Spend) ledger.Spend {
 		}
 		return v
 	}
-	sp.Tokens, sp.Iterations, sp.MicroUSD = neg(sp.Tokens), neg(sp.Iterations), neg(sp.MicroUSD)
+	sp.Tokens, sp.Iterations, sp.MicroUSD, sp.TokensFloor = neg(sp.Tokens), neg(sp.Iterations), neg(sp.MicroUSD), neg(sp.TokensFloor)
 	for k, v := range sp.Resources {
 		sp.Resources[k] = neg(v)
 	}

@@ -84,7 +84,8 @@ func (s *Scope) totalsLocked() Totals {
 
 // NodeSpent is node n's spend as the run's totals count it: what its
 // settlement measured, and its ceiling (Reserved) for every channel it
-// did not report or, when it never settled, for every channel. gaps
+// did not report (tokens: the larger of the ceiling and the settlement's
+// TokensFloor) or, when it never settled, for every channel. gaps
 // names those channels (ledger channel names, "resource:<name>"), the
 // Known flags of the channels among them false.
 func NodeSpent(n NodeInfo) (spent SpentTotal, gaps []string) {
@@ -108,6 +109,18 @@ func NodeSpent(n NodeInfo) (spent SpentTotal, gaps []string) {
 		}
 	}
 	add(ledger.ChannelTokens, &spent.Tokens, &spent.TokensKnown, n.Reserved.Tokens, got.Tokens)
+	if f := got.TokensFloor; got.Tokens == nil && f != nil && *f > 0 && *f <= ledger.MaxQuantity {
+		// Unreported tokens are charged the ceiling, or what the
+		// incomplete receipt shows was spent at least when more
+		// (ledger.Pool.Settle charges the same).
+		var ceiling int64
+		if n.Reserved.Tokens != nil {
+			ceiling = *n.Reserved.Tokens
+		}
+		if *f > ceiling {
+			spent.Tokens += *f - ceiling
+		}
+	}
 	add(ledger.ChannelIterations, &spent.Iterations, &spent.IterationsKnown, n.Reserved.Iterations, got.Iterations)
 	add(ledger.ChannelUSD, &spent.MicroUSD, &spent.USDKnown, n.Reserved.MicroUSD, got.MicroUSD)
 	if len(n.Reserved.Resources) > 0 || len(got.Resources) > 0 {

@@ -79,7 +79,9 @@ with --provider scripted, --manager-script FILE, a JSON script of the
 manager's turns:
 
   {"turns": [{"calls": [{"verb": "spawn_worker", "args": {"profile": "note-writer", "task": "..."}}],
-              "text": "...", "usage": {"inputTokens": 10, "outputTokens": 2}, "hang": false}]}
+              "text": "...", "usage": {"inputTokens": 10, "outputTokens": 2, "cost": 0.001}, "hang": false}]}
+
+(usage.cost, the turn's dollars, is optional: without it they are unreported)
 
 and without one a plan that spawns each worker once on the task and awaits
 them (no more than --max-live at once). With --provider openai or anthropic the manager's model is the manager
@@ -123,7 +125,9 @@ what is unknown shown as unknown, the run dir) on stdout, or as JSON with
 …) and beside them the spec's SupervisedResult (kind, out, outRef, verdict,
 tree, downCount, spentTotal and spentBreakdown as the spec's Spend, whose
 tokensKnown/usdKnown are explicit and whose unknown amounts are null); a
-verdict carries valid and notes beside passed and reason. A result its
+verdict carries valid and notes beside passed and reason; a worker that
+spent past its reservation carries budgetViolation{overspent[{channel,
+reserved, spent}]} in workers and tree.nodes (a fact: its state stands). A result its
 journal (or store) could not fully hold is still shown, its winner as NOT
 RECORDED with what was lost, and under --json with a journalIncomplete
 member {count, lost[{kind, node}], error}; the command then exits 1.
@@ -567,6 +571,8 @@ type managerScript struct {
 		Usage *struct {
 			InputTokens  int64 `json:"inputTokens"`
 			OutputTokens int64 `json:"outputTokens"`
+			// Cost is the turn's dollars, unreported when absent.
+			Cost *float64 `json:"cost"`
 		} `json:"usage"`
 		Hang bool `json:"hang"`
 	} `json:"turns"`
@@ -610,8 +616,14 @@ func parseManagerScript(data []byte) (scripted.ChatScript, error) {
 		if t.Text != "" {
 			turn.Events = append(turn.Events, scripted.Text(t.Text))
 		}
-		if t.Usage != nil {
-			turn.Events = append(turn.Events, scripted.Usage(t.Usage.InputTokens, t.Usage.OutputTokens, contract.UsageDelta))
+		switch u := t.Usage; {
+		case u != nil && u.Cost != nil:
+			if *u.Cost < 0 || math.IsInf(*u.Cost, 0) || math.IsNaN(*u.Cost) {
+				return scripted.ChatScript{}, fmt.Errorf("turn %d: usage.cost %v is not a finite non-negative number of dollars", len(script.Turns)+1, *u.Cost)
+			}
+			turn.Events = append(turn.Events, scripted.UsageCost(u.InputTokens, u.OutputTokens, *u.Cost))
+		case u != nil:
+			turn.Events = append(turn.Events, scripted.Usage(u.InputTokens, u.OutputTokens, contract.UsageDelta))
 		}
 		turn.Hang = t.Hang
 		script.Turns = append(script.Turns, turn)
@@ -1095,6 +1107,28 @@ func specSpend(s supervise.SpentTotal, unknown map[string]bool, ms *int64) canon
 	return canonjson.ObjectValue(m)
 }
 
+// budgetViolationValue is n's settlement's overspend as the spec's
+// budgetViolation{overspent[{channel, reserved, spent}]} (§3.6), usd in
+// dollars; false when n is not settled or overspent nothing.
+func budgetViolationValue(n supervise.NodeInfo) (canonjson.Value, bool) {
+	if n.Settlement == nil || n.Settlement.BudgetViolation == nil {
+		return canonjson.Value{}, false
+	}
+	over := make([]canonjson.Value, 0, len(n.Settlement.BudgetViolation.Overspent))
+	for _, o := range n.Settlement.BudgetViolation.Overspent {
+		reserved, spent := float64(o.Reserved), float64(o.Spent)
+		if o.Channel == ledger.ChannelUSD {
+			reserved, spent = reserved/1e6, spent/1e6
+		}
+		over = append(over, canonjson.ObjectValue([]canonjson.Member{
+			{Name: "channel", Value: canonjson.StringValue(o.Channel)},
+			{Name: "reserved", Value: canonjson.NumberValue(reserved)},
+			{Name: "spent", Value: canonjson.NumberValue(spent)},
+		}))
+	}
+	return canonjson.ObjectValue([]canonjson.Member{{Name: "overspent", Value: canonjson.ArrayValue(over)}}), true
+}
+
 // specTree is the result's tree as the spec's TreeView (§3.6):
 // {root, nodes[{id, parent?, label, status, runtime?, budget, spent,
 // outRef?}], inFlight, waiting}.
@@ -1138,6 +1172,9 @@ func specTree(res supervise.SupervisedResult) canonjson.Value {
 			canonjson.Member{Name: "spent", Value: specSpend(spent, unknown, nil)})
 		if n.OutRef != "" {
 			nm = append(nm, canonjson.Member{Name: "outRef", Value: canonjson.StringValue(n.OutRef)})
+		}
+		if v, ok := budgetViolationValue(n.NodeInfo); ok {
+			nm = append(nm, canonjson.Member{Name: "budgetViolation", Value: v})
 		}
 		nodes = append(nodes, canonjson.ObjectValue(nm))
 	}
@@ -1240,6 +1277,9 @@ func supervisedValue(res supervise.SupervisedResult, runDir string) canonjson.Va
 		}
 		if n.CheckError != "" {
 			wm = append(wm, canonjson.Member{Name: "checkError", Value: canonjson.StringValue(n.CheckError)})
+		}
+		if v, ok := budgetViolationValue(n.NodeInfo); ok {
+			wm = append(wm, canonjson.Member{Name: "budgetViolation", Value: v})
 		}
 		workers = append(workers, canonjson.ObjectValue(wm))
 	}
