@@ -96,7 +96,8 @@ func (c *Coordinator) escalate(ctx context.Context, q Question) EscalationRecord
 		case a.v.Reason == "":
 			out = EscalationOutcome{Reason: "the escalation hook did not deliver the question and gave no reason"}
 		default:
-			out = a.v
+			// Not delivered: nothing holds the question, whatever To says.
+			out = EscalationOutcome{Reason: a.v.Reason}
 		}
 	}
 	rec := EscalationRecord{QuestionID: q.ID, From: q.From, Urgency: q.Urgency, Delivered: out.Delivered, To: out.To,

@@ -1,0 +1,103 @@
+package supervise_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentrt/agentrt/supervise"
+)
+
+// §3.6 escalateQuestion, hostile values: what the hook answers is
+// clipped to MaxReasonBytes before it reaches the manager's reply or the
+// journal, and a hook answering not delivered names nobody as holding
+// the question — its To is dropped, not replied nor journaled.
+func TestEscalateQuestionHostileOutcomeClipped(t *testing.T) {
+	huge := strings.Repeat("é", 3*supervise.MaxReasonBytes)
+	cases := []struct {
+		name      string
+		outcome   supervise.EscalationOutcome
+		delivered bool
+		wantTo    bool
+	}{
+		{name: "delivered, huge To", outcome: supervise.EscalationOutcome{Delivered: true, To: huge, Reason: huge}, delivered: true, wantTo: true},
+		{name: "refused, huge Reason and a To", outcome: supervise.EscalationOutcome{To: huge, Reason: huge}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			o := baseOptions(t, askingExecutor, nil)
+			o.RunDir = t.TempDir()
+			o.EscalateQuestion = func(context.Context, supervise.Question) (supervise.EscalationOutcome, error) {
+				return tc.outcome, nil
+			}
+			var reply map[string]any
+			o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+				reply = tool(t, ctx, c, supervise.VerbAskParent, map[string]any{"level": "driver", "question": "which?", "reason": "r", "urgency": "blocks-run"})
+				return supervise.BrainReport{}, nil
+			})
+			if _, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o); err != nil {
+				t.Fatal(err)
+			}
+			to, _ := reply["to"].(string)
+			reason, _ := reply["reason"].(string)
+			if tc.wantTo != (to != "") || len(to) > supervise.MaxReasonBytes+len("…") {
+				t.Errorf("ask_parent's to has %d bytes, want to %v and at most %d", len(to), tc.wantTo, supervise.MaxReasonBytes+len("…"))
+			}
+			if len(reason) > supervise.MaxReasonBytes+len("the question is queued for …") {
+				t.Errorf("ask_parent's reason has %d bytes, want it clipped", len(reason))
+			}
+			got := escalations(t, o.RunDir)
+			if len(got) != 1 {
+				t.Fatalf("escalations %d, want 1", len(got))
+			}
+			r := got[0]
+			if r.Delivered != tc.delivered || tc.wantTo != (r.To != "") || len(r.To) > supervise.MaxReasonBytes+len("…") || len(r.Reason) > supervise.MaxReasonBytes+len("…") {
+				t.Errorf("the escalation record: delivered %v, To %d bytes, Reason %d bytes; want delivered %v, To %v, each at most %d",
+					r.Delivered, len(r.To), len(r.Reason), tc.delivered, tc.wantTo, supervise.MaxReasonBytes+len("…"))
+			}
+			if r.Delivered && r.Reason != "" {
+				t.Errorf("a delivered escalation journaled reason %d bytes, want none", len(r.Reason))
+			}
+		})
+	}
+}
+
+// §3.6, every wait bounded: an EscalateQuestion hook that ignores its
+// context does not hold the root's ask_parent past the run's deadline —
+// the run ends at its deadline (budget-exhausted), not at the hook's
+// own bound.
+func TestEscalateQuestionBlockingHookEndsAtDeadline(t *testing.T) {
+	o := baseOptions(t, askingExecutor, nil)
+	o.RunDir = t.TempDir()
+	o.Deadline = time.Now().Add(500 * time.Millisecond)
+	release := make(chan struct{})
+	defer close(release)
+	o.EscalateQuestion = func(context.Context, supervise.Question) (supervise.EscalationOutcome, error) {
+		<-release
+		return supervise.EscalationOutcome{Delivered: true, To: "late"}, nil
+	}
+	var reply map[string]any
+	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		reply = tool(t, ctx, c, supervise.VerbAskParent, map[string]any{"level": "driver", "question": "which?", "reason": "r", "urgency": "blocks-run"})
+		<-ctx.Done()
+		return supervise.BrainReport{}, ctx.Err()
+	})
+	start := time.Now()
+	ctx := supervise.WithEscalateTimeout(context.Background(), time.Minute)
+	res, err := supervise.Supervise(ctx, managerProfile(t, supervise.VerbSpawnWorker), "t", o)
+	took := time.Since(start)
+	if took > 15*time.Second {
+		t.Errorf("the run took %v: the hook held the manager past the deadline", took)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Reason != "budget-exhausted" {
+		t.Errorf("the run ended %q, want budget-exhausted (its deadline)", res.Reason)
+	}
+	if reply["status"] != "no-parent" {
+		t.Errorf("ask_parent %v, want no-parent", reply)
+	}
+	t.Logf("ended after %v: %v", took, reply["reason"])
+}
