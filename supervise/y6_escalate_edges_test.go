@@ -3,9 +3,11 @@ package supervise_test
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/supervise"
 )
 
@@ -100,4 +102,46 @@ func TestEscalateQuestionBlockingHookEndsAtDeadline(t *testing.T) {
 		t.Errorf("ask_parent %v, want no-parent", reply)
 	}
 	t.Logf("ended after %v: %v", took, reply["reason"])
+}
+
+// §3.6 stopRule, "lifecycle causes outrank driver-failed" and the first
+// end decides: once the root manager's result was accepted (journaled,
+// the driver loop closed result-accepted in the reference, whose rule
+// is read no more), a StopRule that panics on a later worker
+// settlement does not turn the run driver-failed — the accepted result
+// is the winner.
+func TestStopRuleFailureAfterAcceptedResultKeepsTheWinner(t *testing.T) {
+	release := make(chan struct{})
+	exec := supervise.ExecutorFunc(func(ctx context.Context, w supervise.Work) (supervise.WorkResult, error) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return supervise.WorkResult{}, ctx.Err()
+		}
+		return supervise.WorkResult{Text: "worker: not it", Spent: ledger.Spend{Tokens: i64(5), Iterations: i64(1), MicroUSD: i64(5)}}, nil
+	})
+	o := baseOptions(t, exec, nil)
+	o.RunDir = t.TempDir()
+	var calls atomic.Int64
+	o.StopRule = func(supervise.ProgressView) supervise.StopDecision { calls.Add(1); panic("the caller's rule broke") }
+	var submitted map[string]any
+	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		tool(t, ctx, c, supervise.VerbSpawnWorker, spawnArgs("paint"))
+		submitted = tool(t, ctx, c, supervise.VerbSubmitResult, map[string]any{"result": "manager: DONE"})
+		close(release)
+		tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"settled"}, "timeoutMs": 60000})
+		return supervise.BrainReport{}, nil
+	})
+	ctx := supervise.WithStopRuleTimeout(context.Background(), 300*time.Millisecond)
+	res, err := supervise.Supervise(ctx, managerProfile(t, supervise.VerbSpawnWorker, supervise.VerbAwaitEvent, supervise.VerbSubmitResult), "t", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if submitted["accepted"] != true {
+		t.Fatalf("submit_result %v, want accepted", submitted)
+	}
+	if res.Status != supervise.StatusWinner || res.Winner == nil || res.Winner.Text != "manager: DONE" {
+		t.Errorf("status %s reason %s error %+v winner %+v (rule read %d times); want the accepted result the winner",
+			res.Status, res.Reason, res.Error, res.Winner, calls.Load())
+	}
 }
