@@ -350,7 +350,8 @@ type Options struct {
 	// executeExtraTool — its result the tool result, its error a tool
 	// failure the manager reads). Router brain only (the reference's
 	// router arm): refused with another brain, and for a name that is a
-	// coordination verb's (bare or with ToolPrefix), repeated, or with no
+	// coordination verb's (bare or with ToolPrefix), repeated, outside
+	// MCP's tool name rule (1 to 128 of A-Z a-z 0-9 _ - .), or with no
 	// Run. The manager's profile must not declare them; they are added to
 	// what it is offered. Each call is journaled before it runs and its
 	// outcome after (KindExtraToolCalled, KindExtraToolDone), so a
@@ -367,7 +368,8 @@ type Options struct {
 	// tools of its tool loop by the router brain, on the coordination
 	// MCP server by an external harness's brain (coordmcp), and through
 	// NodeTools to a caller's Brain. A name that is a coordination
-	// verb's, repeats, or is one of the root's ExtraTools is refused, and
+	// verb's, repeats, breaks MCP's tool name rule (as ExtraTools), or is
+	// one of the root's ExtraTools is refused, and
 	// so is a tool with no Run: the manager's brain then fails (the root's
 	// run ends driver-failed; a nested manager settles failed), as it does
 	// when the resolver returns an error, panics, or has not answered once
