@@ -754,13 +754,15 @@
 // (ToolCallContext; "" over MCP), and runs with a context that ends when
 // its manager's brain context does — the caller, the deadline, an abort
 // or breaker, a stop, a cancelled parent — even when the transport's
-// request goes on. The router brain offers them in its tool loop (root
+// request goes on; a call that arrives after that context ended is
+// refused, neither journaled nor run. The router brain offers them in its tool loop (root
 // and nested; a nested manager never sees the root's, nor the root its);
 // coordmcp's HarnessBrain serves them on the coordination MCP beside the
 // verbs (an external harness drives only the root); a caller's Brain
 // gets them from NodeTools. Names follow the ExtraTools rule
-// (checkToolNames: not a verb's, bare or prefixed; not twice; not one of
-// the root's ExtraTools; with a Run). A refused set, or a resolver that
+// (checkToolNames: not a verb's, bare or prefixed; within MCP's name
+// rule, 1 to 128 of A-Z a-z 0-9 _ - .; not twice; not one of the root's
+// ExtraTools; with a Run). A refused set, or a resolver that
 // errs, panics or has not answered once its manager's context ended
 // (callHook), fails the manager before its loop or endpoint starts, as
 // the reference's act() throws: the root's run ends driver-failed, a

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/supervise"
 )
@@ -143,5 +144,43 @@ func TestStopRuleFailureAfterAcceptedResultKeepsTheWinner(t *testing.T) {
 	if res.Status != supervise.StatusWinner || res.Winner == nil || res.Winner.Text != "manager: DONE" {
 		t.Errorf("status %s reason %s error %+v winner %+v (rule read %d times); want the accepted result the winner",
 			res.Status, res.Reason, res.Error, res.Winner, calls.Load())
+	}
+}
+
+// §3.6 resolveSupervisorTools: a product tool's call is its manager's,
+// so a call that arrives once its manager ended (here after stop; over
+// the coordination MCP a harness may still send one) is refused without
+// running the caller's tool and without journaling a call that never
+// ran — not run with a context already ended, acting anyway if the tool
+// does not look at it.
+func TestResolvedToolCallAfterTheManagerStoppedDoesNotRun(t *testing.T) {
+	var runs atomic.Int64
+	o := baseOptions(t, askingExecutor, nil)
+	o.RunDir = t.TempDir()
+	o.ResolveSupervisorTools = func(context.Context, supervise.NodeContext) ([]supervise.SupervisorTool, error) {
+		return []supervise.SupervisorTool{{Name: "kb_note", Run: func(context.Context, canonjson.Value, supervise.ToolCallContext) (canonjson.Value, error) {
+			runs.Add(1) // acts whatever its context says
+			return canonjson.StringValue("noted"), nil
+		}}}, nil
+	}
+	var callErr error
+	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, task string) (supervise.BrainReport, error) {
+		tools, err := c.NodeTools(ctx, task)
+		if err != nil || len(tools) != 1 {
+			t.Fatalf("NodeTools: %v, %v", tools, err)
+		}
+		tool(t, ctx, c, supervise.VerbStop, map[string]any{"reason": "done"})
+		// The call's own transport goes on (an MCP request's context).
+		_, callErr = tools[0].Run(context.Background(), canonjson.ObjectValue(nil))
+		return supervise.BrainReport{}, nil
+	})
+	if _, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o); err != nil {
+		t.Fatal(err)
+	}
+	if runs.Load() != 0 || callErr == nil {
+		t.Errorf("the tool ran %d times, the call answered err %v; want it refused, not run", runs.Load(), callErr)
+	}
+	if j := string(readJournal(t, o.RunDir)); strings.Contains(j, supervise.KindExtraToolCalled) {
+		t.Errorf("the journal holds a call that was refused:\n%s", j)
 	}
 }
