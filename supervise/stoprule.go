@@ -93,8 +93,11 @@ type StopDecision struct {
 
 // DefaultStopRuleTimeout bounds each call of Options.StopRule and
 // Options.OnProgressStop. A rule that panics or has not answered by
-// then fails the run (no-winner driver-failed, *StopRuleError); an
-// OnProgressStop that has not returned by then is not waited for.
+// then fails the run (no-winner driver-failed, *StopRuleError), unless
+// the manager ended otherwise meanwhile (the deadline, a cancellation, a
+// stop): a rule still running then is waited for no longer, and that end
+// decides. An OnProgressStop that has not returned by then is not
+// waited for.
 const DefaultStopRuleTimeout = 5 * time.Second
 
 // StopRule decides from the run's progress whether the run has stopped
@@ -427,11 +430,22 @@ func (c *Coordinator) checkProgress(ctx context.Context) {
 	// The rule is the caller's code: one that panics or does not answer
 	// within its bound is a failure of the run's driving (a blocked one
 	// may still be running; it is not called again).
+	// Nor is it waited for once the root manager ended (its deadline, a
+	// cancellation, a stop): that end came first, and the run ends at it.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.timeout)
+	c.mu.Lock()
+	scope := c.root.brainCtx
+	c.mu.Unlock()
+	if scope != nil {
+		stop := context.AfterFunc(scope, cancel)
+		defer stop()
+	}
 	a, answered := callHook(rctx, func(context.Context) (StopDecision, error) { return p.rule(view), nil })
 	cancel()
 	var failed *StopRuleError
 	switch {
+	case !answered && !c.rootDriving():
+		return
 	case !answered:
 		failed = &StopRuleError{Timeout: p.timeout}
 	case a.panic != nil:

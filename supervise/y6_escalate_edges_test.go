@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/ledger"
+	"github.com/agentrt/agentrt/providers/scripted"
 	"github.com/agentrt/agentrt/supervise"
 )
 
@@ -182,5 +183,36 @@ func TestResolvedToolCallAfterTheManagerStoppedDoesNotRun(t *testing.T) {
 	}
 	if j := string(readJournal(t, o.RunDir)); strings.Contains(j, supervise.KindExtraToolCalled) {
 		t.Errorf("the journal holds a call that was refused:\n%s", j)
+	}
+}
+
+// §3.6 stopRule, every wait bounded by the run: a StopRule that blocks
+// as the run's deadline passes (read before a router turn) is not
+// waited for past the deadline — the run ends at it, budget-exhausted
+// (a lifecycle cause outranks the rule's failure), not at the rule's
+// own bound.
+func TestStopRuleBlockingAtTheDeadlineEndsTheRunAtIt(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	manager := scripted.NewChatModel(scripted.ChatScript{Turns: []scripted.ChatTurn{
+		turn(call("c1", supervise.VerbListQuestions, map[string]any{}), managerUsage(10, 5, 0.0001)),
+		turn(scripted.Text("unreached"), managerUsage(10, 5, 0.0001)),
+	}})
+	o := baseOptions(t, askingExecutor, manager)
+	o.RunDir = t.TempDir()
+	o.Deadline = time.Now().Add(400 * time.Millisecond)
+	o.StopRule = func(supervise.ProgressView) supervise.StopDecision { <-release; return supervise.StopDecision{} }
+	ctx := supervise.WithStopRuleTimeout(context.Background(), 10*time.Second)
+	start := time.Now()
+	res, err := supervise.Supervise(ctx, managerProfile(t, supervise.VerbSpawnWorker, supervise.VerbListQuestions), "t", o)
+	took := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Reason != supervise.ReasonBudgetExhausted || res.Error != nil {
+		t.Errorf("status %s reason %s error %+v, want budget-exhausted (the deadline)", res.Status, res.Reason, res.Error)
+	}
+	if took > 5*time.Second {
+		t.Errorf("the run took %v: the blocked rule held it past its deadline", took)
 	}
 }
