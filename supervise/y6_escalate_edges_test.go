@@ -216,3 +216,30 @@ func TestStopRuleBlockingAtTheDeadlineEndsTheRunAtIt(t *testing.T) {
 		t.Errorf("the run took %v: the blocked rule held it past its deadline", took)
 	}
 }
+
+// §3.6 escalateQuestion: the hook is the caller's code, given the
+// question, not the run's record of it — a hook that writes into the
+// question's options changes nothing the run lists (or races with it).
+func TestEscalateQuestionHookCannotChangeTheRecordedQuestion(t *testing.T) {
+	o := baseOptions(t, askingExecutor, nil)
+	o.RunDir = t.TempDir()
+	o.EscalateQuestion = func(_ context.Context, q supervise.Question) (supervise.EscalationOutcome, error) {
+		for i := range q.Options {
+			q.Options[i].Label = "rewritten by the hook"
+		}
+		return supervise.EscalationOutcome{Delivered: true, To: "the operator"}, nil
+	}
+	var listed []supervise.Question
+	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		tool(t, ctx, c, supervise.VerbAskParent, map[string]any{"level": "driver", "question": "which?", "reason": "r", "urgency": "blocks-run",
+			"options": []map[string]any{{"label": "red"}, {"label": "blue"}}})
+		listed = c.ListQuestions().Questions
+		return supervise.BrainReport{}, nil
+	})
+	if _, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o); err != nil {
+		t.Fatal(err)
+	}
+	if len(listed) != 1 || len(listed[0].Options) != 2 || listed[0].Options[0].Label != "red" || listed[0].Options[1].Label != "blue" {
+		t.Errorf("list_questions %+v, want the question as asked (red, blue)", listed)
+	}
+}
