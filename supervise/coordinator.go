@@ -66,8 +66,11 @@ type Coordinator struct {
 	// no other submission is taken meanwhile.
 	submitting bool
 	stopped    bool
-	stopWhy    string
-	stopFn     context.CancelCauseFunc
+	// returned is set once its brain's Drive returned (what follows —
+	// ChildSettleGrace, the run's end — is no longer its driving).
+	returned bool
+	stopWhy  string
+	stopFn   context.CancelCauseFunc
 	// brainCtx is its brain's context, set with stopFn: once it ended,
 	// Await answers stopped.
 	brainCtx  context.Context

@@ -698,7 +698,8 @@
 // without the bound its caller set would be a failure read as a
 // success) — and an OnProgressStop that has not returned is not waited
 // for. It only adds a stop: it is read only while the manager
-// drives and nothing else ended it (Stop, an accepted submit_result —
+// drives (not once its brain returned: a worker settling within
+// ChildSettleGrace does not read it) and nothing else ended it (Stop, an accepted submit_result —
 // the driver loop closed result-accepted, so a rule that fails on a later
 // settlement does not take the accepted result's win — an abort, a
 // cancellation, the deadline, a trip). When it stops, the stop is journaled

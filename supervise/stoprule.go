@@ -520,14 +520,15 @@ func (c *Coordinator) failStopRule(failed *StopRuleError) {
 }
 
 // rootDriving reports whether the run's root manager drives and nothing
-// ended it yet: no stop, accepted result (one being journaled counts:
+// ended it yet: its brain has not returned (ChildSettleGrace is not
+// driving), no stop, accepted result (one being journaled counts:
 // the driver loop closes result-accepted, and the rule is read no more),
 // cancellation, deadline, abort or trip.
 func (c *Coordinator) rootDriving() bool {
 	root := c.root
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if root.brainCtx == nil || root.brainCtx.Err() != nil || root.stopped || root.submitted != nil || root.submitting {
+	if root.brainCtx == nil || root.brainCtx.Err() != nil || root.stopped || root.returned || root.submitted != nil || root.submitting {
 		return false
 	}
 	return c.tripped == nil && c.abortWhy == "" && !c.deadlineFirst && !c.cancelJournaled

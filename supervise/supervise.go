@@ -1012,6 +1012,9 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	if !late && !aborted {
 		report, driveErr = drive(brainCtx, brain, c, task)
 	}
+	c.mu.Lock()
+	c.returned = true // the StopRule is read no more (rootDriving)
+	c.mu.Unlock()
 	// The children down when the driver returned, before the run's end
 	// cancels the live ones: a real down child outranks the driver's
 	// rejection (§3.6 "lifecycle causes outrank driver-failed").

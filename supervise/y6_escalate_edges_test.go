@@ -243,3 +243,37 @@ func TestEscalateQuestionHookCannotChangeTheRecordedQuestion(t *testing.T) {
 		t.Errorf("list_questions %+v, want the question as asked (red, blue)", listed)
 	}
 }
+
+// §3.6 stopRule is read only while the manager drives: once the root
+// manager returned on its own, a worker that settles within
+// ChildSettleGrace does not read the rule — a rule that would panic does
+// not turn the run driver-failed, and the worker's delivery wins.
+func TestStopRuleNotReadInChildSettleGrace(t *testing.T) {
+	returned := make(chan struct{})
+	exec := supervise.ExecutorFunc(func(ctx context.Context, w supervise.Work) (supervise.WorkResult, error) {
+		select {
+		case <-returned:
+		case <-ctx.Done():
+			return supervise.WorkResult{}, ctx.Err()
+		}
+		time.Sleep(50 * time.Millisecond) // the brain has returned
+		return supervise.WorkResult{Text: "alpha: DONE", Spent: ledger.Spend{Tokens: i64(5), Iterations: i64(1), MicroUSD: i64(5)}}, nil
+	})
+	o := baseOptions(t, exec, nil)
+	o.RunDir, o.ChildSettleGrace = t.TempDir(), 10*time.Second
+	var reads atomic.Int64
+	o.StopRule = func(supervise.ProgressView) supervise.StopDecision { reads.Add(1); panic("the caller's rule broke") }
+	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		tool(t, ctx, c, supervise.VerbSpawnWorker, spawnArgs("alpha"))
+		close(returned)
+		return supervise.BrainReport{Text: "left it running"}, nil
+	})
+	res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != supervise.StatusWinner || res.Winner == nil || res.Winner.Text != "alpha: DONE" || reads.Load() != 0 {
+		t.Errorf("status %s reason %s error %+v winner %+v, rule read %d times; want alpha the winner, the rule not read",
+			res.Status, res.Reason, res.Error, res.Winner, reads.Load())
+	}
+}
