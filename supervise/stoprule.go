@@ -505,14 +505,19 @@ func (c *Coordinator) checkProgress(ctx context.Context) {
 func (c *Coordinator) failStopRule(failed *StopRuleError) {
 	p := c.progress
 	c.spawnMu.Lock() // admission and the failure in one order
-	if !c.rootDriving() {
+	down := c.downCount()
+	// The check and the failure under one hold of mu, where Submit takes
+	// a result: one of the two ends comes first.
+	c.mu.Lock()
+	if !c.rootDrivingLocked() {
+		c.mu.Unlock()
 		c.spawnMu.Unlock()
 		return
 	}
-	down := c.downCount()
 	p.mu.Lock()
 	p.failed, p.downAtFailure = failed, down
 	p.mu.Unlock()
+	c.mu.Unlock()
 	c.scope.Abort()
 	c.spawnMu.Unlock()
 	c.logger.Error("supervise: the stop rule failed; the run ends driver-failed", "err", failed)
@@ -525,9 +530,14 @@ func (c *Coordinator) failStopRule(failed *StopRuleError) {
 // the driver loop closes result-accepted, and the rule is read no more),
 // cancellation, deadline, abort or trip.
 func (c *Coordinator) rootDriving() bool {
-	root := c.root
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.rootDrivingLocked()
+}
+
+// rootDrivingLocked is rootDriving with c.mu held.
+func (c *Coordinator) rootDrivingLocked() bool {
+	root := c.root
 	if root.brainCtx == nil || root.brainCtx.Err() != nil || root.stopped || root.returned || root.submitted != nil || root.submitting {
 		return false
 	}

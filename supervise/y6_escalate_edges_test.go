@@ -277,3 +277,31 @@ func TestStopRuleNotReadInChildSettleGrace(t *testing.T) {
 			res.Status, res.Reason, res.Error, res.Winner, reads.Load())
 	}
 }
+
+// The first end decides, the other way round: once a failed StopRule
+// ended the run (driver-failed), a submit_result that comes after — a
+// harness's request outliving its manager — is refused, not answered
+// accepted for a result the run then does not deliver.
+func TestSubmitAfterTheStopRuleFailedIsRefused(t *testing.T) {
+	o := baseOptions(t, progressExecutor{runs: new(atomic.Int64)}, nil)
+	o.RunDir = t.TempDir()
+	o.StopRule = func(supervise.ProgressView) supervise.StopDecision { panic("the caller's rule broke") }
+	var submitted map[string]any
+	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		tool(t, ctx, c, supervise.VerbSpawnWorker, spawnArgs("half 1"))
+		<-ctx.Done() // the rule failed on the settlement
+		submitted = tool(t, context.Background(), c, supervise.VerbSubmitResult, map[string]any{"result": "manager: DONE"})
+		return supervise.BrainReport{}, nil
+	})
+	ctx := supervise.WithStopRuleTimeout(context.Background(), 300*time.Millisecond)
+	res, err := supervise.Supervise(ctx, managerProfile(t, supervise.VerbSpawnWorker, supervise.VerbSubmitResult), "t", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Reason != supervise.ReasonDriverFailed || res.Winner != nil {
+		t.Errorf("status %s reason %s winner %+v, want driver-failed", res.Status, res.Reason, res.Winner)
+	}
+	if submitted["accepted"] == true {
+		t.Errorf("submit_result %v after the run ended driver-failed, want it refused", submitted)
+	}
+}
