@@ -305,3 +305,27 @@ func TestSubmitAfterTheStopRuleFailedIsRefused(t *testing.T) {
 		t.Errorf("submit_result %v after the run ended driver-failed, want it refused", submitted)
 	}
 }
+
+// The same after the run's deadline ended the manager: a late
+// submit_result is refused and the run ends budget-exhausted, no winner.
+func TestSubmitAfterTheDeadlineIsRefused(t *testing.T) {
+	o := baseOptions(t, progressExecutor{runs: new(atomic.Int64)}, nil)
+	o.RunDir = t.TempDir()
+	o.Deadline = time.Now().Add(300 * time.Millisecond)
+	var submitted map[string]any
+	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		<-ctx.Done()
+		submitted = tool(t, context.Background(), c, supervise.VerbSubmitResult, map[string]any{"result": "manager: DONE"})
+		return supervise.BrainReport{}, nil
+	})
+	res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker, supervise.VerbSubmitResult), "t", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Reason != supervise.ReasonBudgetExhausted || res.Winner != nil {
+		t.Errorf("status %s reason %s winner %+v, want budget-exhausted", res.Status, res.Reason, res.Winner)
+	}
+	if submitted["accepted"] == true || submitted["error"] != string(supervise.CodeScopeSettled) {
+		t.Errorf("submit_result %v after the deadline, want it refused scope-settled", submitted)
+	}
+}
