@@ -697,12 +697,16 @@
 // when its synchronous rule throws on the driver's path (a run silently
 // without the bound its caller set would be a failure read as a
 // success) — and an OnProgressStop that has not returned is not waited
-// for. It only adds a stop: it is read only while the manager
-// drives (not once its brain returned: a worker settling within
-// ChildSettleGrace does not read it) and nothing else ended it (Stop, an accepted submit_result —
-// the driver loop closed result-accepted, so a rule that fails on a later
-// settlement does not take the accepted result's win — an abort, a
-// cancellation, the deadline, a trip). When it stops, the stop is journaled
+// for. It only adds a stop: it is read only while the manager drives
+// (not once its brain returned: a worker settling within
+// ChildSettleGrace does not read it) and nothing else ended it (Stop,
+// an accepted submit_result — the driver loop closed result-accepted,
+// so a rule that fails on a later settlement does not take the accepted
+// result's win — an abort, a cancellation, the deadline, a trip); the
+// other way round, a submit_result once the rule failed, or once the
+// deadline, an abort or a cancellation ended the manager's brain
+// context, is refused scope-settled (the first end decides). When it
+// stops, the stop is journaled
 // (KindProgressStopped, its reason and time) before it acts,
 // OnProgressStop is told once, the scope is aborted, the manager stopped
 // and the live workers cancelled (ErrProgressStopped, which matches
