@@ -66,8 +66,11 @@ type Coordinator struct {
 	// no other submission is taken meanwhile.
 	submitting bool
 	stopped    bool
-	stopWhy    string
-	stopFn     context.CancelCauseFunc
+	// returned is set once its brain's Drive returned (what follows —
+	// ChildSettleGrace, the run's end — is no longer its driving).
+	returned bool
+	stopWhy  string
+	stopFn   context.CancelCauseFunc
 	// brainCtx is its brain's context, set with stopFn: once it ended,
 	// Await answers stopped.
 	brainCtx  context.Context
@@ -1595,6 +1598,7 @@ func (c *Coordinator) Submit(ctx context.Context, a SubmitArgs) (SubmitResult, e
 	c.mu.Lock()
 	done, stopped := c.submitted != nil || c.submitting, c.stopped
 	prior := c.submitted
+	ended := c.endedLocked()
 	c.mu.Unlock()
 	if prior != nil && prior.OutRef != "" {
 		if ref, err := canonjson.Digest(resultValue(a.Result, canonjson.Value{})); err == nil && ref == prior.OutRef {
@@ -1609,6 +1613,8 @@ func (c *Coordinator) Submit(ctx context.Context, a SubmitArgs) (SubmitResult, e
 		return SubmitResult{}, &VerbRefusal{Code: "earlier-passing-result", Reason: "a passing result was already accepted"}
 	case stopped:
 		return SubmitResult{}, &VerbRefusal{Code: string(CodeScopeSettled), Reason: "the manager stopped: the run takes no result now"}
+	case ended != nil:
+		return SubmitResult{}, &VerbRefusal{Code: string(CodeScopeSettled), Reason: clip("the manager ended ("+ended.Error()+"): the run takes no result now", MaxReasonBytes)}
 	}
 	v, err := c.runCheck(ctx, Output{Node: c.self, Text: a.Result})
 	if err != nil || !v.Passed {
@@ -1627,6 +1633,14 @@ func (c *Coordinator) Submit(ctx context.Context, a SubmitArgs) (SubmitResult, e
 	if c.submitted != nil || c.submitting {
 		c.mu.Unlock()
 		return SubmitResult{}, &VerbRefusal{Code: "earlier-passing-result", Reason: "a passing result was already accepted"}
+	}
+	if ended := c.endedLocked(); ended != nil || c.stopped {
+		c.mu.Unlock()
+		why := "the manager stopped"
+		if ended != nil {
+			why = "the manager ended (" + ended.Error() + ")"
+		}
+		return SubmitResult{}, &VerbRefusal{Code: string(CodeScopeSettled), Reason: clip(why+": the run takes no result now", MaxReasonBytes)}
 	}
 	c.submitting = true
 	c.mu.Unlock()
@@ -1651,6 +1665,23 @@ func (c *Coordinator) Submit(ctx context.Context, a SubmitArgs) (SubmitResult, e
 		return SubmitResult{}, err
 	}
 	return SubmitResult{Accepted: true, Verdict: &v, OutRef: ref}, nil
+}
+
+// endedLocked is why this manager ended while its brain may still
+// call (its brain context's cause: the deadline, a cancellation, an
+// abort; for the run's root, a failed StopRule too), nil while it
+// drives; c.mu is held. A result submitted after that end is not the
+// run's: the first end decides.
+func (c *Coordinator) endedLocked() error {
+	if c.parent == nil {
+		if f, _ := c.progress.failure(); f != nil {
+			return f
+		}
+	}
+	if c.brainCtx != nil && c.brainCtx.Err() != nil {
+		return context.Cause(c.brainCtx)
+	}
+	return nil
 }
 
 // StopArgs are stop's arguments.

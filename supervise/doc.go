@@ -719,9 +719,16 @@
 // when its synchronous rule throws on the driver's path (a run silently
 // without the bound its caller set would be a failure read as a
 // success) — and an OnProgressStop that has not returned is not waited
-// for. It only adds a stop: it is read only while the manager
-// drives and nothing else ended it (Stop, an abort, a cancellation, the
-// deadline, a trip). When it stops, the stop is journaled
+// for. It only adds a stop: it is read only while the manager drives
+// (not once its brain returned: a worker settling within
+// ChildSettleGrace does not read it) and nothing else ended it (Stop,
+// an accepted submit_result — the driver loop closed result-accepted,
+// so a rule that fails on a later settlement does not take the accepted
+// result's win — an abort, a cancellation, the deadline, a trip); the
+// other way round, a submit_result once the rule failed, or once the
+// deadline, an abort or a cancellation ended the manager's brain
+// context, is refused scope-settled (the first end decides). When it
+// stops, the stop is journaled
 // (KindProgressStopped, its reason and time) before it acts,
 // OnProgressStop is told once, the scope is aborted, the manager stopped
 // and the live workers cancelled (ErrProgressStopped, which matches
@@ -776,13 +783,15 @@
 // (ToolCallContext; "" over MCP), and runs with a context that ends when
 // its manager's brain context does — the caller, the deadline, an abort
 // or breaker, a stop, a cancelled parent — even when the transport's
-// request goes on. The router brain offers them in its tool loop (root
+// request goes on; a call that arrives after that context ended is
+// refused, neither journaled nor run. The router brain offers them in its tool loop (root
 // and nested; a nested manager never sees the root's, nor the root its);
 // coordmcp's HarnessBrain serves them on the coordination MCP beside the
 // verbs (an external harness drives only the root); a caller's Brain
 // gets them from NodeTools. Names follow the ExtraTools rule
-// (checkToolNames: not a verb's, bare or prefixed; not twice; not one of
-// the root's ExtraTools; with a Run). A refused set, or a resolver that
+// (checkToolNames: not a verb's, bare or prefixed; within MCP's name
+// rule, 1 to 128 of A-Z a-z 0-9 _ - .; not twice; not one of the root's
+// ExtraTools; with a Run). A refused set, or a resolver that
 // errs, panics or has not answered once its manager's context ended
 // (callHook), fails the manager before its loop or endpoint starts, as
 // the reference's act() throws: the root's run ends driver-failed, a

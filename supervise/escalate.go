@@ -3,6 +3,7 @@ package supervise
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/agentrt/agentrt/kernel"
@@ -75,12 +76,16 @@ func (c *Coordinator) escalate(ctx context.Context, q Question) EscalationRecord
 	call := kernel.ToolCallID(ctx)
 	out := EscalationOutcome{Reason: noParentReason}
 	if f := c.escalateQuestion; f != nil {
+		// The hook gets its own copy: the run's record of the question
+		// shares q's options.
+		given := q
+		given.Options = slices.Clone(q.Options)
 		timeout := c.escalateTimeout
 		if timeout <= 0 {
 			timeout = DefaultEscalateQuestionTimeout
 		}
 		hctx, cancel := context.WithTimeout(ctx, timeout)
-		a, answered := callHook(hctx, func(ctx context.Context) (EscalationOutcome, error) { return f(ctx, q) })
+		a, answered := callHook(hctx, func(ctx context.Context) (EscalationOutcome, error) { return f(ctx, given) })
 		cancel()
 		switch {
 		case !answered:
@@ -96,7 +101,8 @@ func (c *Coordinator) escalate(ctx context.Context, q Question) EscalationRecord
 		case a.v.Reason == "":
 			out = EscalationOutcome{Reason: "the escalation hook did not deliver the question and gave no reason"}
 		default:
-			out = a.v
+			// Not delivered: nothing holds the question, whatever To says.
+			out = EscalationOutcome{Reason: a.v.Reason}
 		}
 	}
 	rec := EscalationRecord{QuestionID: q.ID, From: q.From, Urgency: q.Urgency, Delivered: out.Delivered, To: out.To,

@@ -38,7 +38,8 @@ func checkExtraTools(tools []contract.Tool) []error {
 // checkToolNames is the one rule for the tools a manager is offered
 // beside its coordination verbs (Options.ExtraTools, and what
 // Options.ResolveSupervisorTools resolves for a manager): each name has
-// one owner, so a tool named empty, as a coordination verb (bare or with
+// one owner and keeps MCP's name rule (badToolName), so a tool named
+// empty, outside that rule, as a coordination verb (bare or with
 // ToolPrefix: the manager could no longer coordinate), twice, or as one
 // of taken (another set the same manager is offered) is refused, and so
 // is one with no Run. field names the set in the errors.
@@ -50,6 +51,8 @@ func checkToolNames(field string, tools []contract.Tool, taken map[string]bool) 
 		switch {
 		case t.Name == "":
 			errs = append(errs, fmt.Errorf("%w: %s[%d] has no name", ErrInvalidOptions, field, i))
+		case badToolName(t.Name) != "":
+			errs = append(errs, fmt.Errorf("%w: %s[%d] %q: %s", ErrInvalidOptions, field, i, clip(t.Name, 160), badToolName(t.Name)))
 		case slices.Contains(Verbs(), bare):
 			errs = append(errs, fmt.Errorf("%w: %s[%d] %q collides with a coordination verb", ErrInvalidOptions, field, i, t.Name))
 		case seen[t.Name]:
@@ -62,6 +65,26 @@ func checkToolNames(field string, tools []contract.Tool, taken map[string]bool) 
 		seen[t.Name] = true
 	}
 	return errs
+}
+
+// maxToolNameLen is the longest tool name MCP's rule allows.
+const maxToolNameLen = 128
+
+// badToolName says why name breaks MCP's tool name rule — 1 to 128
+// characters from A-Z, a-z, 0-9, '_', '-' and '.' — and "" when it
+// keeps it. The coordination MCP serves a manager's tools under that
+// rule (mcpserver), and model providers refuse wider names, so a tool
+// either arm could not offer is refused before its manager starts.
+func badToolName(name string) string {
+	if len(name) > maxToolNameLen {
+		return fmt.Sprintf("a tool name has 1 to %d characters, not %d", maxToolNameLen, len(name))
+	}
+	for _, r := range name {
+		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '_' || r == '-' || r == '.') {
+			return fmt.Sprintf("a tool name may not contain %q (A-Z, a-z, 0-9, _, - and . only)", r)
+		}
+	}
+	return ""
 }
 
 // withExtraTools returns manager with the extra tools declared (the tool

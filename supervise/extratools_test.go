@@ -127,7 +127,7 @@ func (m recordingModel) Turn(ctx context.Context, messages []contract.ChatMessag
 }
 
 // Extra tools are refused at start when a name is a coordination verb's,
-// repeats, has no Run, or when the manager is not the router brain.
+// repeats, breaks MCP's name rule, has no Run, or when the manager is not the router brain.
 func TestExtraToolsRefusedAtStart(t *testing.T) {
 	var runs, workers atomic.Int64
 	good := lookupTool(t, &runs)
@@ -141,6 +141,7 @@ func TestExtraToolsRefusedAtStart(t *testing.T) {
 		{"twice", []contract.Tool{good, good}, nil},
 		{"no run", []contract.Tool{{Name: "x"}}, nil},
 		{"no name", []contract.Tool{{Run: good.Run}}, nil},
+		{"a space in the name", []contract.Tool{{Name: "look up", Run: good.Run}}, nil},
 		{"not the router brain", []contract.Tool{good}, &settleLoop{t: t}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -194,9 +194,15 @@ func (c *Coordinator) resolveNodeTools(ctx context.Context, task string) ([]cont
 }
 
 // withinScope is run with each call's context also ending when scope
-// (the manager's brain context) does, with scope's cause.
+// (the manager's brain context) does, with scope's cause. A call that
+// arrives once scope ended is refused with its cause, neither journaled
+// nor run: its manager ended, and a tool given an ended context may act
+// all the same.
 func withinScope(scope context.Context, run func(context.Context, canonjson.Value) (canonjson.Value, error)) func(context.Context, canonjson.Value) (canonjson.Value, error) {
 	return func(ctx context.Context, args canonjson.Value) (canonjson.Value, error) {
+		if scope.Err() != nil {
+			return canonjson.Value{}, fmt.Errorf("supervise: the call was not run: its manager ended: %w", context.Cause(scope))
+		}
 		callCtx, cancel := context.WithCancelCause(ctx)
 		defer cancel(nil)
 		stop := context.AfterFunc(scope, func() { cancel(context.Cause(scope)) })

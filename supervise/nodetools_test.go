@@ -289,6 +289,11 @@ func TestResolveSupervisorToolsRefusedAtTheRoot(t *testing.T) {
 		{"an extra tool's name", tools(supervise.SupervisorTool{Name: "lookup", Run: run}), true, "already offered"},
 		{"no name", tools(supervise.SupervisorTool{Run: run}), false, "has no name"},
 		{"no run", tools(supervise.SupervisorTool{Name: "x"}), false, "has no Run"},
+		// MCP's tool name rule (coordmcp serves them; providers refuse
+		// others): both arms refuse alike, at resolve time.
+		{"a space", tools(supervise.SupervisorTool{Name: "kb note", Run: run}), false, `may not contain ' '`},
+		{"a newline", tools(supervise.SupervisorTool{Name: "kb\nnote", Run: run}), false, `may not contain '\n'`},
+		{"129 characters", tools(supervise.SupervisorTool{Name: strings.Repeat("k", 129), Run: run}), false, "1 to 128 characters"},
 		{"resolver error", func(context.Context, supervise.NodeContext) ([]supervise.SupervisorTool, error) {
 			return nil, errors.New("tenant unknown")
 		}, false, "tenant unknown"},

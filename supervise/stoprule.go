@@ -93,8 +93,11 @@ type StopDecision struct {
 
 // DefaultStopRuleTimeout bounds each call of Options.StopRule and
 // Options.OnProgressStop. A rule that panics or has not answered by
-// then fails the run (no-winner driver-failed, *StopRuleError); an
-// OnProgressStop that has not returned by then is not waited for.
+// then fails the run (no-winner driver-failed, *StopRuleError), unless
+// the manager ended otherwise meanwhile (the deadline, a cancellation, a
+// stop): a rule still running then is waited for no longer, and that end
+// decides. An OnProgressStop that has not returned by then is not
+// waited for.
 const DefaultStopRuleTimeout = 5 * time.Second
 
 // StopRule decides from the run's progress whether the run has stopped
@@ -427,11 +430,22 @@ func (c *Coordinator) checkProgress(ctx context.Context) {
 	// The rule is the caller's code: one that panics or does not answer
 	// within its bound is a failure of the run's driving (a blocked one
 	// may still be running; it is not called again).
+	// Nor is it waited for once the root manager ended (its deadline, a
+	// cancellation, a stop): that end came first, and the run ends at it.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.timeout)
+	c.mu.Lock()
+	scope := c.root.brainCtx
+	c.mu.Unlock()
+	if scope != nil {
+		stop := context.AfterFunc(scope, cancel)
+		defer stop()
+	}
 	a, answered := callHook(rctx, func(context.Context) (StopDecision, error) { return p.rule(view), nil })
 	cancel()
 	var failed *StopRuleError
 	switch {
+	case !answered && !c.rootDriving():
+		return
 	case !answered:
 		failed = &StopRuleError{Timeout: p.timeout}
 	case a.panic != nil:
@@ -491,14 +505,19 @@ func (c *Coordinator) checkProgress(ctx context.Context) {
 func (c *Coordinator) failStopRule(failed *StopRuleError) {
 	p := c.progress
 	c.spawnMu.Lock() // admission and the failure in one order
-	if !c.rootDriving() {
+	down := c.downCount()
+	// The check and the failure under one hold of mu, where Submit takes
+	// a result: one of the two ends comes first.
+	c.mu.Lock()
+	if !c.rootDrivingLocked() {
+		c.mu.Unlock()
 		c.spawnMu.Unlock()
 		return
 	}
-	down := c.downCount()
 	p.mu.Lock()
 	p.failed, p.downAtFailure = failed, down
 	p.mu.Unlock()
+	c.mu.Unlock()
 	c.scope.Abort()
 	c.spawnMu.Unlock()
 	c.logger.Error("supervise: the stop rule failed; the run ends driver-failed", "err", failed)
@@ -506,12 +525,20 @@ func (c *Coordinator) failStopRule(failed *StopRuleError) {
 }
 
 // rootDriving reports whether the run's root manager drives and nothing
-// ended it yet: no stop, cancellation, deadline, abort or trip.
+// ended it yet: its brain has not returned (ChildSettleGrace is not
+// driving), no stop, accepted result (one being journaled counts:
+// the driver loop closes result-accepted, and the rule is read no more),
+// cancellation, deadline, abort or trip.
 func (c *Coordinator) rootDriving() bool {
-	root := c.root
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if root.brainCtx == nil || root.brainCtx.Err() != nil || root.stopped {
+	return c.rootDrivingLocked()
+}
+
+// rootDrivingLocked is rootDriving with c.mu held.
+func (c *Coordinator) rootDrivingLocked() bool {
+	root := c.root
+	if root.brainCtx == nil || root.brainCtx.Err() != nil || root.stopped || root.returned || root.submitted != nil || root.submitting {
 		return false
 	}
 	return c.tripped == nil && c.abortWhy == "" && !c.deadlineFirst && !c.cancelJournaled

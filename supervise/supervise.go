@@ -372,7 +372,8 @@ type Options struct {
 	// executeExtraTool — its result the tool result, its error a tool
 	// failure the manager reads). Router brain only (the reference's
 	// router arm): refused with another brain, and for a name that is a
-	// coordination verb's (bare or with ToolPrefix), repeated, or with no
+	// coordination verb's (bare or with ToolPrefix), repeated, outside
+	// MCP's tool name rule (1 to 128 of A-Z a-z 0-9 _ - .), or with no
 	// Run (an ExtraToolsOfferer — package graph's root brain — offers
 	// them too, through DriveTools or Coordinator.ExtraTools). The
 	// manager's profile must not declare them; they are added to
@@ -391,7 +392,8 @@ type Options struct {
 	// tools of its tool loop by the router brain, on the coordination
 	// MCP server by an external harness's brain (coordmcp), and through
 	// NodeTools to a caller's Brain. A name that is a coordination
-	// verb's, repeats, or is one of the root's ExtraTools is refused, and
+	// verb's, repeats, breaks MCP's tool name rule (as ExtraTools), or is
+	// one of the root's ExtraTools is refused, and
 	// so is a tool with no Run: the manager's brain then fails (the root's
 	// run ends driver-failed; a nested manager settles failed), as it does
 	// when the resolver returns an error, panics, or has not answered once
@@ -1034,6 +1036,9 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	if !late && !aborted {
 		report, driveErr = drive(brainCtx, brain, c, task)
 	}
+	c.mu.Lock()
+	c.returned = true // the StopRule is read no more (rootDriving)
+	c.mu.Unlock()
 	// The children down when the driver returned, before the run's end
 	// cancels the live ones: a real down child outranks the driver's
 	// rejection (§3.6 "lifecycle causes outrank driver-failed").
