@@ -189,14 +189,29 @@ func budgetViolation(reserved ledger.Budget, spent ledger.Spend) *BudgetViolatio
 	check(ledger.ChannelTokens, reserved.Tokens, tokens)
 	check(ledger.ChannelIterations, reserved.Iterations, spent.Iterations)
 	check(ledger.ChannelUSD, reserved.MicroUSD, spent.MicroUSD)
-	for _, name := range slices.Sorted(maps.Keys(reserved.Resources)) {
-		r := reserved.Resources[name]
-		check("resource:"+name, &r, spent.Resources[name])
+	if resourceOverspent(reserved.Resources, spent.Resources) {
+		// Sorted (an allocation) only when one is over: settling stays
+		// allocation-free here for the common case.
+		for _, name := range slices.Sorted(maps.Keys(reserved.Resources)) {
+			r := reserved.Resources[name]
+			check("resource:"+name, &r, spent.Resources[name])
+		}
 	}
 	if over == nil {
 		return nil
 	}
 	return &BudgetViolation{Overspent: over}
+}
+
+// resourceOverspent reports whether a measured spend of a named
+// resource exceeds its reservation.
+func resourceOverspent(reserved map[string]int64, spent map[string]*int64) bool {
+	for name, r := range reserved {
+		if v := spent[name]; v != nil && *v > r {
+			return true
+		}
+	}
+	return false
 }
 
 // NodeInfo is a read-only view of one node.
