@@ -70,7 +70,7 @@ func (e *anthropicCostEndpoint) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	manager := false
 	for _, tl := range req.Tools {
-		manager = manager || strings.HasPrefix(tl.Name, "agent_runtime_coordination_")
+		manager = manager || strings.HasPrefix(tl.Name, coordinationPrefix)
 	}
 	results, worker := 0, ""
 	for _, m := range req.Messages {
@@ -89,11 +89,7 @@ func (e *anthropicCostEndpoint) serve(w http.ResponseWriter, r *http.Request) {
 			text += b.Text
 		}
 		if m.Role == "user" && !manager {
-			for _, label := range e.plan {
-				if strings.Contains(text, "task "+label) {
-					worker = label
-				}
-			}
+			worker = planLabel(e.plan, text, worker)
 		}
 	}
 	w.Header().Set("Content-Type", "text/event-stream")

@@ -1,9 +1,7 @@
 package cli_test
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -51,45 +49,11 @@ func newCostEndpoint(t *testing.T, plan ...string) *costEndpoint {
 }
 
 func (e *costEndpoint) serve(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(io.LimitReader(r.Body, 8<<20))
-	if r.URL.Path != "/v1/chat/completions" {
-		http.Error(w, `{"error":{"message":"not a chat completion"}}`, http.StatusNotFound)
+	turn, ok := readOpenAITurn(w, r, e.plan)
+	if !ok {
 		return
 	}
-	var req struct {
-		Model string `json:"model"`
-		Tools []struct {
-			Function struct {
-				Name string `json:"name"`
-			} `json:"function"`
-		} `json:"tools"`
-		Messages []struct {
-			Role    string `json:"role"`
-			Content any    `json:"content"`
-		} `json:"messages"`
-	}
-	if err := json.Unmarshal(body, &req); err != nil {
-		http.Error(w, `{"error":{"message":"bad json"}}`, http.StatusBadRequest)
-		return
-	}
-	manager := false
-	for _, tl := range req.Tools {
-		manager = manager || strings.HasPrefix(tl.Function.Name, "agent_runtime_coordination_")
-	}
-	results := 0
-	worker := ""
-	for _, m := range req.Messages {
-		if m.Role == "tool" {
-			results++
-		}
-		if m.Role == "user" && !manager {
-			for _, label := range e.plan {
-				if strings.Contains(fmt.Sprint(m.Content), "task "+label) {
-					worker = label
-				}
-			}
-		}
-	}
+	manager, worker, results := turn.Manager, turn.Worker, len(turn.ToolResults)
 	e.mu.Lock()
 	e.calls++
 	n := e.calls
@@ -100,45 +64,31 @@ func (e *costEndpoint) serve(w http.ResponseWriter, r *http.Request) {
 	if e.reply != nil && e.reply(w, r, worker, n) {
 		return
 	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	chunk := func(v any) {
-		b, _ := json.Marshal(v)
-		fmt.Fprintf(w, "data: %s\n\n", b)
-		w.(http.Flusher).Flush()
-	}
-	id := fmt.Sprint("c", n)
+	s := startOpenAIStream(w, fmt.Sprint("c", n), turn.Model)
 	finish := "stop"
 	var in, out int64
 	if manager {
 		in, out = int64(100+10*results), 9
 		switch {
 		case results == 0:
-			var calls []any
+			var calls []openAICall
 			for i, label := range e.plan {
-				args, _ := json.Marshal(map[string]string{"profile": "writer", "label": label, "task": "task " + label})
-				calls = append(calls, map[string]any{"index": i, "id": fmt.Sprint("call_s", i), "type": "function",
-					"function": map[string]any{"name": "agent_runtime_coordination_spawn_worker", "arguments": string(args)}})
+				calls = append(calls, openAICall{fmt.Sprint("call_s", i), coordinationPrefix + "spawn_worker",
+					map[string]string{"profile": "writer", "label": label, "task": "task " + label}})
 			}
-			chunk(map[string]any{"id": id, "object": "chat.completion.chunk", "model": req.Model,
-				"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"role": "assistant", "tool_calls": calls}, "finish_reason": nil}}})
+			s.calls(calls...)
 			finish = "tool_calls"
 		case results < 2*len(e.plan):
-			chunk(map[string]any{"id": id, "object": "chat.completion.chunk", "model": req.Model,
-				"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"role": "assistant", "tool_calls": []any{map[string]any{
-					"index": 0, "id": fmt.Sprint("call_a", results), "type": "function",
-					"function": map[string]any{"name": "agent_runtime_coordination_await_event", "arguments": `{"timeoutMs":60000}`}}}}, "finish_reason": nil}}})
+			s.calls(openAICall{fmt.Sprint("call_a", results), coordinationPrefix + "await_event", map[string]int{"timeoutMs": 60000}})
 			finish = "tool_calls"
 		default:
-			chunk(map[string]any{"id": id, "object": "chat.completion.chunk", "model": req.Model,
-				"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"role": "assistant", "content": "Every worker settled."}, "finish_reason": nil}}})
+			s.text("Every worker settled.")
 		}
 	} else {
 		in, out = 40, 6
-		chunk(map[string]any{"id": id, "object": "chat.completion.chunk", "model": req.Model,
-			"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"role": "assistant", "content": worker + ": DONE"}, "finish_reason": nil}}})
+		s.text(worker + ": DONE")
 	}
-	chunk(map[string]any{"id": id, "object": "chat.completion.chunk", "model": req.Model,
-		"choices": []any{map[string]any{"index": 0, "delta": map[string]any{}, "finish_reason": finish}}})
+	s.finish(finish)
 	e.mu.Lock()
 	omit := e.omitUsage != nil && e.omitUsage(manager, worker)
 	if !omit {
@@ -154,10 +104,9 @@ func (e *costEndpoint) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	e.mu.Unlock()
 	if !omit {
-		chunk(map[string]any{"id": id, "object": "chat.completion.chunk", "model": req.Model, "choices": []any{},
-			"usage": map[string]any{"prompt_tokens": in, "completion_tokens": out, "total_tokens": in + out}})
+		s.usage(in, out)
 	}
-	fmt.Fprint(w, "data: [DONE]\n\n")
+	s.done()
 }
 
 // superviseOverHTTP runs agentrt supervise with the manager and its

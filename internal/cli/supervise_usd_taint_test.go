@@ -1,9 +1,7 @@
 package cli_test
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -38,82 +36,36 @@ func newSeqEndpoint(t *testing.T, plan ...string) *seqEndpoint {
 }
 
 func (e *seqEndpoint) serve(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(io.LimitReader(r.Body, 8<<20))
-	var req struct {
-		Model string `json:"model"`
-		Tools []struct {
-			Function struct {
-				Name string `json:"name"`
-			} `json:"function"`
-		} `json:"tools"`
-		Messages []struct {
-			Role    string `json:"role"`
-			Content any    `json:"content"`
-		} `json:"messages"`
-	}
-	if err := json.Unmarshal(body, &req); err != nil {
-		http.Error(w, `{"error":{"message":"bad json"}}`, http.StatusBadRequest)
+	turn, ok := readOpenAITurn(w, r, e.plan)
+	if !ok {
 		return
 	}
-	manager := false
-	for _, tl := range req.Tools {
-		manager = manager || strings.HasPrefix(tl.Function.Name, "agent_runtime_coordination_")
-	}
-	var results []string
-	worker := ""
-	for _, m := range req.Messages {
-		if m.Role == "tool" {
-			results = append(results, fmt.Sprint(m.Content))
-		}
-		if m.Role == "user" && !manager {
-			for _, label := range e.plan {
-				if strings.Contains(fmt.Sprint(m.Content), "task "+label) {
-					worker = label
-				}
-			}
-		}
-	}
 	e.mu.Lock()
-	if manager {
-		e.toolResults = results
+	if turn.Manager {
+		e.toolResults = turn.ToolResults
 	} else {
-		e.workerCalls[worker]++
+		e.workerCalls[turn.Worker]++
 	}
 	e.mu.Unlock()
-	w.Header().Set("Content-Type", "text/event-stream")
-	chunk := func(v any) {
-		b, _ := json.Marshal(v)
-		fmt.Fprintf(w, "data: %s\n\n", b)
-		w.(http.Flusher).Flush()
-	}
-	delta := func(d map[string]any) {
-		chunk(map[string]any{"id": "c", "object": "chat.completion.chunk", "model": req.Model,
-			"choices": []any{map[string]any{"index": 0, "delta": d, "finish_reason": nil}}})
-	}
-	call := func(name string, args any) {
-		a, _ := json.Marshal(args)
-		delta(map[string]any{"role": "assistant", "tool_calls": []any{map[string]any{"index": 0, "id": fmt.Sprint("call_", len(results)),
-			"type": "function", "function": map[string]any{"name": name, "arguments": string(a)}}}})
-	}
+	s := startOpenAIStream(w, "c", turn.Model)
 	finish := "tool_calls"
-	switch step := len(results); {
-	case !manager:
-		delta(map[string]any{"role": "assistant", "content": worker + ": DONE"})
+	callID := fmt.Sprint("call_", len(turn.ToolResults))
+	switch step := len(turn.ToolResults); {
+	case !turn.Manager:
+		s.text(turn.Worker + ": DONE")
 		finish = "stop"
 	case step < 2*len(e.plan) && step%2 == 0:
 		label := e.plan[step/2]
-		call("agent_runtime_coordination_spawn_worker", map[string]string{"profile": "writer", "label": label, "task": "task " + label})
+		s.calls(openAICall{callID, coordinationPrefix + "spawn_worker", map[string]string{"profile": "writer", "label": label, "task": "task " + label}})
 	case step < 2*len(e.plan):
-		call("agent_runtime_coordination_await_event", map[string]int{"timeoutMs": 60000})
+		s.calls(openAICall{callID, coordinationPrefix + "await_event", map[string]int{"timeoutMs": 60000}})
 	default:
-		delta(map[string]any{"role": "assistant", "content": "Every worker settled."})
+		s.text("Every worker settled.")
 		finish = "stop"
 	}
-	chunk(map[string]any{"id": "c", "object": "chat.completion.chunk", "model": req.Model,
-		"choices": []any{map[string]any{"index": 0, "delta": map[string]any{}, "finish_reason": finish}}})
-	chunk(map[string]any{"id": "c", "object": "chat.completion.chunk", "model": req.Model, "choices": []any{},
-		"usage": map[string]any{"prompt_tokens": 50, "completion_tokens": 5, "total_tokens": 55}})
-	fmt.Fprint(w, "data: [DONE]\n\n")
+	s.finish(finish)
+	s.usage(50, 5)
+	s.done()
 }
 
 // Spec §6 reconcile, behaviour 39, over real HTTP: the root caps dollars
