@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/coordmcp"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/profile"
@@ -76,6 +78,17 @@ func writerScript(t testing.TB) *scripted.Script {
 		t.Fatal(err)
 	}
 	return &script
+}
+
+// harnessBrain is manager's external-harness brain on prov, its
+// coordination verbs served through relay (the agentrt binary).
+func harnessBrain(t testing.TB, manager *profile.Profile, prov contract.Provider, relay string) *coordmcp.HarnessBrain {
+	t.Helper()
+	brain, err := coordmcp.NewHarnessBrain(manager, prov, coordmcp.HarnessOptions{Relay: []string{relay, "mcp", "coordination"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return brain
 }
 
 // runOptions are a supervised run's options with one scripted worker

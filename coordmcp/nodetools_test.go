@@ -92,10 +92,7 @@ func TestHarnessServesProductToolsOverMCP(t *testing.T) {
 		return "submitted", nil
 	})
 	manager := harnessManager(t)
-	brain, err := coordmcp.NewHarnessBrain(manager, prov, coordmcp.HarnessOptions{Relay: []string{relay, "mcp", "coordination"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	brain := harnessBrain(t, manager, prov, relay)
 	o := runOptions(t, runDir, brain)
 	o.ResolveSupervisorTools = func(_ context.Context, nc supervise.NodeContext) ([]supervise.SupervisorTool, error) {
 		mu.Lock()
@@ -166,10 +163,7 @@ func TestHarnessProductToolCallEndsWithTheManager(t *testing.T) {
 	})
 	manager := parseProfile(t, `{"name": "manager", "harness": "opencode", "model": {"default": "scripted/manager"},
 		"tools": {"agent_runtime_coordination_spawn_worker": true, "agent_runtime_coordination_stop": true}}`)
-	brain, err := coordmcp.NewHarnessBrain(manager, prov, coordmcp.HarnessOptions{Relay: []string{relay, "mcp", "coordination"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	brain := harnessBrain(t, manager, prov, relay)
 	o := runOptions(t, runDir, brain)
 	o.ResolveSupervisorTools = func(context.Context, supervise.NodeContext) ([]supervise.SupervisorTool, error) {
 		ts := recordTools(&calls, &mu, ended)

@@ -104,10 +104,7 @@ func TestOpencodeManagerDrivesSupervise(t *testing.T) {
 	manager := parseProfile(t, `{"name": "manager", "harness": "opencode",
 		"tools": {"agent_runtime_coordination_spawn_worker": true, "agent_runtime_coordination_await_event": true,
 			"agent_runtime_coordination_submit_result": true}}`)
-	brain, err := coordmcp.NewHarnessBrain(manager, prov, coordmcp.HarnessOptions{Relay: []string{relay, "mcp", "coordination"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	brain := harnessBrain(t, manager, prov, relay)
 	res, err := supervise.Supervise(ctx, manager, "write alpha", runOptions(t, runDir, brain))
 	if err != nil {
 		t.Fatal(err)

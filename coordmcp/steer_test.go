@@ -200,10 +200,7 @@ func TestHarnessRootSteerRidesNextToolResultBehaviour48(t *testing.T) {
 		return "submitted", nil
 	})
 	manager := harnessManager(t)
-	brain, err := coordmcp.NewHarnessBrain(manager, prov, coordmcp.HarnessOptions{Relay: []string{relay, "mcp", "coordination"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	brain := harnessBrain(t, manager, prov, relay)
 	res, err := supervise.Supervise(ctx, manager, "write alpha", runOptions(t, runDir, brain))
 	if err != nil {
 		t.Fatal(err)
@@ -253,10 +250,7 @@ func TestHarnessRootSteerAtTurnEndIsNotLiveBehaviour48(t *testing.T) {
 		return "answered", steerRoot(ctx, runDir, "op-late", true)
 	})
 	manager := harnessManager(t)
-	brain, err := coordmcp.NewHarnessBrain(manager, prov, coordmcp.HarnessOptions{Relay: []string{relay, "mcp", "coordination"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	brain := harnessBrain(t, manager, prov, relay)
 	res, err := supervise.Supervise(ctx, manager, "write alpha", runOptions(t, runDir, brain))
 	if err != nil {
 		t.Fatal(err)
@@ -313,10 +307,7 @@ func TestHarnessRootSteerEndsAwaitEventBehaviour48(t *testing.T) {
 		return "answered", nil
 	})
 	manager := harnessManager(t)
-	brain, err := coordmcp.NewHarnessBrain(manager, prov, coordmcp.HarnessOptions{Relay: []string{relay, "mcp", "coordination"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	brain := harnessBrain(t, manager, prov, relay)
 	o := runOptions(t, runDir, brain)
 	// The worker runs until the run ends: only the steer can end the
 	// manager's wait before its ten minutes.

@@ -8,7 +8,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentrt/agentrt/coordmcp"
 	"github.com/agentrt/agentrt/supervise"
 )
 
@@ -32,10 +31,7 @@ func TestHarnessManagerStopRulePanicIsDriverFailed(t *testing.T) {
 		return "the manager ended", nil
 	})
 	manager := harnessManager(t)
-	brain, err := coordmcp.NewHarnessBrain(manager, prov, coordmcp.HarnessOptions{Relay: []string{relay, "mcp", "coordination"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	brain := harnessBrain(t, manager, prov, relay)
 	o := runOptions(t, t.TempDir(), brain)
 	o.StopRule = func(supervise.ProgressView) supervise.StopDecision { reads.Add(1); panic("the caller's rule broke") }
 	res, err := supervise.Supervise(ctx, manager, "write alpha", o)
