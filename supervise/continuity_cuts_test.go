@@ -4,16 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/agentrt/agentrt/canonjson"
-	"github.com/agentrt/agentrt/internal/pgtest"
-	"github.com/agentrt/agentrt/kernel"
-	"github.com/agentrt/agentrt/store/postgres"
-	"github.com/agentrt/agentrt/store/sqlite"
 	"github.com/agentrt/agentrt/supervise"
 )
 
@@ -81,28 +76,7 @@ func tryTool(t *testing.T, ctx context.Context, c *supervise.Coordinator, verb s
 // worker it runs continues exactly the worker that record names — the
 // decision is replayed, never resolved again over the later tree.
 func TestContinuityByProfileResumesFromEveryCut(t *testing.T) {
-	journals := []struct {
-		name string
-		set  func(t *testing.T) func(*supervise.Options)
-	}{
-		{"file", func(*testing.T) func(*supervise.Options) { return func(*supervise.Options) {} }},
-		{"sqlite", func(t *testing.T) func(*supervise.Options) {
-			st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "runs.db"), sqlite.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { st.Close() })
-			return func(o *supervise.Options) { o.SpawnStore, o.SpawnLeaseTTL = st, kernel.MinLeaseTTL }
-		}},
-		{"postgres", func(t *testing.T) func(*supervise.Options) {
-			st, err := postgres.Open(context.Background(), pgtest.Schema(t), postgres.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { st.Close() })
-			return func(o *supervise.Options) { o.SpawnStore, o.SpawnLeaseTTL = st, kernel.MinLeaseTTL }
-		}},
-	}
+	journals := spawnJournals()
 	type outcome struct {
 		replies []map[string]any
 		exec    *resumingWorkers

@@ -14,10 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentrt/agentrt/canonjson"
-	"github.com/agentrt/agentrt/internal/pgtest"
-	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/ledger"
-	"github.com/agentrt/agentrt/store/postgres"
 	"github.com/agentrt/agentrt/supervise"
 )
 
@@ -397,21 +394,13 @@ func TestCarveCheckUncappedDollarsPastASettledLead(t *testing.T) {
 // whose lead's subtree stays within its grant, whose lead's refusals are
 // budget-exhausted only, and which does not end budget-exhausted.
 func TestCarveCheckResumesFromEveryPostgresCut(t *testing.T) {
-	pgJournal := func(t *testing.T) func(*supervise.Options) {
-		st, err := postgres.Open(context.Background(), pgtest.Schema(t), postgres.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		return func(o *supervise.Options) { o.SpawnStore, o.SpawnLeaseTTL = st, kernel.MinLeaseTTL }
-	}
 	count := func(ctx context.Context, n *atomic.Int64, keep int64) context.Context {
 		return supervise.WithSpawnLogWrapper(ctx, func(sl supervise.SpawnLog) supervise.SpawnLog {
 			return countAppends{SpawnLog: sl, n: n, keep: keep}
 		})
 	}
 	var total atomic.Int64
-	if _, _, err := carveRunOn(count(context.Background(), &total, 0), t, t.TempDir(), false, "uncut", pgJournal(t)); err != nil {
+	if _, _, err := carveRunOn(count(context.Background(), &total, 0), t, t.TempDir(), false, "uncut", postgresJournal(t)); err != nil {
 		t.Fatal(err)
 	}
 	if total.Load() < 4 {
@@ -419,7 +408,7 @@ func TestCarveCheckResumesFromEveryPostgresCut(t *testing.T) {
 	}
 	for keep := int64(1); keep < total.Load(); keep++ {
 		where := fmt.Sprintf("postgres, resumed after %d of %d appends", keep, total.Load())
-		dir, set := t.TempDir(), pgJournal(t)
+		dir, set := t.TempDir(), postgresJournal(t)
 		var n atomic.Int64
 		_, _, _ = carveRunOn(count(context.Background(), &n, keep), t, dir, false, where+" (cut run)", set)
 		res, refused, err := carveRunOn(context.Background(), t, dir, true, where, set)

@@ -14,11 +14,9 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt/contract"
-	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/providers/scripted"
-	"github.com/agentrt/agentrt/store/sqlite"
 	"github.com/agentrt/agentrt/supervise"
 )
 
@@ -272,14 +270,6 @@ func (c countAppends) Append(ctx context.Context, recs ...supervise.Record) erro
 // (conserved, no ticket left open once the lead settled), refuses only
 // budget-exhausted and keeps the lead's subtree within its grant.
 func TestNestedCarvedPoolResumesFromEverySQLiteCut(t *testing.T) {
-	sqliteJournal := func(t *testing.T) func(*supervise.Options) {
-		st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "runs.db"), sqlite.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		return func(o *supervise.Options) { o.SpawnStore, o.SpawnLeaseTTL = st, kernel.MinLeaseTTL }
-	}
 	var total atomic.Int64
 	count := func(ctx context.Context, n *atomic.Int64, keep int64) context.Context {
 		return supervise.WithSpawnLogWrapper(ctx, func(sl supervise.SpawnLog) supervise.SpawnLog {

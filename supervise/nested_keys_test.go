@@ -4,19 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/agentrt/agentrt/internal/journaltest"
-	"github.com/agentrt/agentrt/internal/pgtest"
-	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/profile"
-	"github.com/agentrt/agentrt/store/postgres"
-	"github.com/agentrt/agentrt/store/sqlite"
 	"github.com/agentrt/agentrt/supervise"
 )
 
@@ -441,28 +436,7 @@ func TestNestedInDoubtKeyStaysWithItsLeadAfterKillBehaviour44(t *testing.T) {
 // an admitted one then goes duplicate-key, completed, key-conflict.
 // Some cut leaves lead one in doubt while lead two runs its key anew.
 func TestNestedKeysPerLeadResumeFromEveryCutBehaviour44(t *testing.T) {
-	journals := []struct {
-		name string
-		set  func(t *testing.T) func(*supervise.Options)
-	}{
-		{"file", func(*testing.T) func(*supervise.Options) { return nil }},
-		{"sqlite", func(t *testing.T) func(*supervise.Options) {
-			st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "runs.db"), sqlite.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { st.Close() })
-			return func(o *supervise.Options) { o.SpawnStore, o.SpawnLeaseTTL = st, kernel.MinLeaseTTL }
-		}},
-		{"postgres", func(t *testing.T) func(*supervise.Options) {
-			st, err := postgres.Open(context.Background(), pgtest.Schema(t), postgres.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { st.Close() })
-			return func(o *supervise.Options) { o.SpawnStore, o.SpawnLeaseTTL = st, kernel.MinLeaseTTL }
-		}},
-	}
+	journals := spawnJournals()
 	count := func(ctx context.Context, n *atomic.Int64, keep int64) context.Context {
 		return supervise.WithSpawnLogWrapper(ctx, func(sl supervise.SpawnLog) supervise.SpawnLog {
 			return countAppends{SpawnLog: sl, n: n, keep: keep}
