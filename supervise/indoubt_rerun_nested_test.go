@@ -252,18 +252,7 @@ func TestNestedRerunSpawnClaimsItsOwnInDoubtChild(t *testing.T) {
 	}
 	// Each call run again answers with its own journaled child, named in
 	// doubt: never a completed result, nor a worker live again.
-	recs, _, err := supervise.ReadRunDir(context.Background(), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	answers := map[string]string{}
-	for _, r := range recs {
-		for _, m := range r.Messages {
-			if r.Kind == supervise.KindTranscript && m.Role == contract.ChatTool && m.Content != nil {
-				answers[m.ToolCallID] = *m.Content
-			}
-		}
-	}
+	answers := journaledToolAnswers(t, dir)
 	for call, child := range map[string]supervise.NodeID{"r2": child[rootWork], "l1": child[leadWork]} {
 		a := answers[call]
 		if !strings.Contains(a, `"workerId":"`+string(child)+`"`) || !strings.Contains(a, `"inDoubt":true`) || strings.Contains(a, `"resumed"`) {

@@ -178,18 +178,7 @@ func resumedSpawnCall(t *testing.T, answered, redo bool) {
 		t.Errorf("the resumed run's workers are %v, want %v", ids, want)
 	}
 	// The call run again answers with the journaled child.
-	recs, _, err := supervise.ReadRunDir(context.Background(), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	answers := map[string]string{}
-	for _, r := range recs {
-		for _, m := range r.Messages {
-			if r.Kind == supervise.KindTranscript && m.Content != nil {
-				answers[m.ToolCallID] = *m.Content
-			}
-		}
-	}
+	answers := journaledToolAnswers(t, dir)
 	if a := answers["s2"]; !strings.Contains(a, `"workerId":"run1:s2"`) {
 		t.Errorf("the spawn call run again answered %q, want its journaled child run1:s2", a)
 	}

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/internal/pgtest"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/store/postgres"
@@ -51,4 +52,23 @@ func postgresJournal(t *testing.T) func(*supervise.Options) {
 	}
 	t.Cleanup(func() { st.Close() })
 	return func(o *supervise.Options) { o.SpawnStore, o.SpawnLeaseTTL = st, kernel.MinLeaseTTL }
+}
+
+// journaledToolAnswers are the tool answers the run dir's transcripts
+// hold, by tool call id.
+func journaledToolAnswers(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	recs, _, err := supervise.ReadRunDir(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answers := map[string]string{}
+	for _, r := range recs {
+		for _, m := range r.Messages {
+			if r.Kind == supervise.KindTranscript && m.Role == contract.ChatTool && m.Content != nil {
+				answers[m.ToolCallID] = *m.Content
+			}
+		}
+	}
+	return answers
 }
