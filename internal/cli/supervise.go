@@ -40,7 +40,7 @@ func newSuperviseCmd(stdio IO, open providerOpener) *cobra.Command {
 	var journal storeJournalFlags
 	var task, providerName, scriptPath, managerScript, baseURL, openaiAPI, expect, checkCmd, runDir, runID, analystsPath, workspace string
 	var checkTimeout time.Duration
-	var workers []string
+	var workers, continuity []string
 	var budgetTokens, iterations, workerTokens int64
 	var budgetUSD, workerUSD float64
 	var maxLive, maxTurns, driverAttempts int
@@ -222,6 +222,10 @@ none or its journal lost part of it, 2 on usage errors.`,
 			if err != nil {
 				return err
 			}
+			byProfile, err := continuityFlags(continuity, names)
+			if err != nil {
+				return err
+			}
 			ps := newProviders(open, providerName, scriptPath, baseURL, openaiAPI, workerFlags)
 			if seatsPath != "" {
 				if ps.accounts, err = openWorkerSeats(stdio, seatsPath, profiles); err != nil {
@@ -317,12 +321,13 @@ none or its journal lost part of it, 2 on usage errors.`,
 				AnalystModel: analystModel,
 				// The run's record, beside its workers' runs: agentrt
 				// runs show RUN-ID.
-				Store:            s,
-				DriverRetry:      supervise.DriverRetry{MaxAttempts: driverAttempts},
-				ChildSettleGrace: childGrace,
-				StallAfter:       stallAfter,
-				StopRule:         stopRule,
-				Reprompt:         repromptOpt,
+				Store:               s,
+				DriverRetry:         supervise.DriverRetry{MaxAttempts: driverAttempts},
+				ChildSettleGrace:    childGrace,
+				StallAfter:          stallAfter,
+				ContinuityByProfile: byProfile,
+				StopRule:            stopRule,
+				Reprompt:            repromptOpt,
 				OnDriverAttempt: func(a supervise.DriverAttempt) {
 					progressDriverAttempt(stdio.Err, a)
 				},
@@ -407,6 +412,7 @@ none or its journal lost part of it, 2 on usage errors.`,
 	f.BoolVar(&resume, "resume", false, "continue the run journaled in --run-dir (or the --run-id's directory)")
 	journal.register(cmd)
 	f.StringVar(&analystsPath, "analysts", "", analystsFlagUsage+"; the manager runs them with run_analyst")
+	f.StringArrayVar(&continuity, "continuity", nil, "WORKER=resume (or fresh): the continuity of a spawn of worker profile WORKER that names none — resume re-attaches to the latest settled worker of its label (the profile name without one), and spawns fresh when there is none (repeatable; default: fresh)")
 	f.BoolVar(&watchWorkers, "watch-workers", false, "watch each worker's tool calls as it runs (the stuck-loop and error-streak detectors): a detection reaches the manager's await_event as a finding while the worker still runs")
 	f.IntVar(&watchMax, "watch-max-findings", 0, "with --watch-workers (which it implies): the findings raised per worker at most (0: 3; negative: unlimited)")
 	analystFlags.register(cmd)
@@ -433,6 +439,38 @@ none or its journal lost part of it, 2 on usage errors.`,
 }
 
 func int64p(v int64) *int64 { return &v }
+
+// continuityFlags reads the --continuity WORKER=MODE flags into
+// supervise.Options.ContinuityByProfile (§3.6 continuityByProfile),
+// refusing a profile that is not a --worker's, a mode that is neither
+// resume nor fresh, and a profile named twice.
+func continuityFlags(specs, names []string) (map[string]supervise.Continuity, error) {
+	if len(specs) == 0 {
+		return nil, nil
+	}
+	byProfile := map[string]supervise.Continuity{}
+	for _, spec := range specs {
+		name, mode, ok := strings.Cut(spec, "=")
+		var c supervise.Continuity
+		switch {
+		case !ok:
+			return nil, usage("--continuity %q: give WORKER=resume or WORKER=fresh", spec)
+		case !slices.Contains(names, name):
+			return nil, usage("--continuity %s: no --worker profile %q (known: %s)", spec, name, strings.Join(names, ", "))
+		case mode == "resume":
+			c = supervise.ContinuityResume
+		case mode == "fresh":
+			c = supervise.ContinuityFresh
+		default:
+			return nil, usage("--continuity %s: the mode is resume or fresh, not %q", spec, mode)
+		}
+		if _, twice := byProfile[name]; twice {
+			return nil, usage("--continuity names worker profile %q twice", name)
+		}
+		byProfile[name] = c
+	}
+	return byProfile, nil
+}
 
 func expectDeliverable(expect string) supervise.Deliverable {
 	check := kernel.ExpectCheck(expect)
