@@ -13,9 +13,10 @@ import (
 
 // Spec §7 rules 1, 4, 7 and 10 over a real OpenAI-compatible endpoint.
 // alpha's answer reports 40 prompt and 26 completion tokens, 20 of them
-// reasoning (completion_tokens_details.reasoning_tokens), and a cost
-// member OpenAI's API does not define: its turn is 66 tokens, reasoning
-// counted once, as output. beta's stream sends part of an answer, then
+// reasoning (completion_tokens_details.reasoning_tokens), and the cost
+// member a router such as OpenRouter sends (OpenAI's API defines none):
+// its turn is 66 tokens, reasoning counted once, as output, and $0.0042,
+// the router's receipt. beta's stream sends part of an answer, then
 // an in-band error: beta fails (an in-band failure event fails the
 // execution, partial text is never success), its tokens unreported and
 // charged at its ceiling (--worker-tokens 1000), named in spendGaps. The
@@ -109,7 +110,7 @@ func TestSuperviseReasoningAndInBandErrorAccounting(t *testing.T) {
 			t.Fatalf("runs show alpha: exit %d\n%s%s", code, wout, werr)
 		}
 		spend := member(decode(t, wout), "spend")
-		for name, want := range map[string]float64{"inputTokens": 40, "outputTokens": 26, "reasoningTokens": 20} {
+		for name, want := range map[string]float64{"inputTokens": 40, "outputTokens": 26, "reasoningTokens": 20, "costUsd": 0.0042} {
 			if got := member(spend, name); got.Kind() != canonjson.Number || got.Float() != want {
 				t.Errorf("alpha's run ledgers %s %v, want %v: %s", name, got, want, canonjson.Marshal(spend))
 			}

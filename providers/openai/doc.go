@@ -77,7 +77,11 @@
 // the turn's usage is unknown — never 0. prompt_tokens and input_tokens
 // already count the cached tokens, so InputTokens is the whole prompt
 // with CacheReadInputTokens broken out beside it; neither API reports
-// cache writes, so CacheCreationInputTokens stays nil (unknown).
+// cache writes, so CacheCreationInputTokens stays nil (unknown). OpenAI
+// reports no dollars; a router that bills through the same APIs
+// (OpenRouter) sends usage.cost, its receipt, which becomes the turn's
+// Cost — a value that is not a finite number at or above zero is no
+// report, so the dollars stay unknown rather than 0.
 //
 // What a turn learned before an early end (a cut stream, a cancelled or
 // timed-out context, an in-band failure) is handed over before the end:

@@ -255,6 +255,10 @@ type responsesUsage struct {
 	OutputTokensDetails *struct {
 		ReasoningTokens *int64 `json:"reasoning_tokens"`
 	} `json:"output_tokens_details"`
+	// Cost is the dollars a router billed (reportedCost), kept raw so a
+	// value that is not a number is no report rather than a malformed
+	// event.
+	Cost json.RawMessage `json:"cost"`
 }
 
 // feed takes one event. Its type is the data's "type", else the event
@@ -485,6 +489,7 @@ func responsesTokenUsage(u *responsesUsage) (*contract.TokenUsage, error) {
 	if u.OutputTokensDetails != nil {
 		out.ReasoningTokens = u.OutputTokensDetails.ReasoningTokens
 	}
+	out.Cost = reportedCost(u.Cost)
 	if err := checkUsage(out); err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -352,7 +353,26 @@ func tokenUsage(u *sdk.CompletionUsage) (*contract.TokenUsage, error) {
 	if u.JSON.CompletionTokensDetails.Valid() && u.CompletionTokensDetails.JSON.ReasoningTokens.Valid() {
 		out.ReasoningTokens = new(u.CompletionTokensDetails.ReasoningTokens)
 	}
+	if f, ok := u.JSON.ExtraFields["cost"]; ok {
+		out.Cost = reportedCost([]byte(f.Raw()))
+	}
 	return out, checkUsage(out)
+}
+
+// reportedCost reads the dollars an endpoint billed a turn from its
+// usage's "cost" member, which OpenAI-compatible routers such as
+// OpenRouter send (their receipt; OpenAI sends none). Anything but a
+// finite number at or above zero — a string, null, a negative amount —
+// is no report: the turn's dollars stay unknown, never 0.
+func reportedCost(raw []byte) *float64 {
+	raw = bytes.TrimSpace(raw)
+	var v float64
+	// Only a JSON number: Unmarshal reads null as no change (0).
+	if len(raw) == 0 || (raw[0] != '-' && (raw[0] < '0' || raw[0] > '9')) || json.Unmarshal(raw, &v) != nil ||
+		math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+		return nil
+	}
+	return &v
 }
 
 // checkUsage refuses a usage report with a negative count as malformed.

@@ -70,6 +70,42 @@ func TestCachedInputTokensAreBrokenOutOfTheWholePrompt(t *testing.T) {
 	}
 }
 
+// Spec runtime §2.3, P3: the dollars a router bills a turn (OpenRouter
+// sends usage.cost, its receipt) are the turn's known cost, on both
+// APIs; a cost that is not a finite number at or above zero, or none at
+// all, leaves the dollars unknown (nil), never 0 — and never fails the
+// turn, whose tokens stand.
+func TestRouterReportedCostIsTheTurnsDollars(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	for _, c := range []struct {
+		name, cost string
+		want       *float64
+	}{
+		{"billed", `,"cost":0.00042`, f(0.00042)},
+		{"free", `,"cost":0`, f(0)},
+		{"none", ``, nil},
+		{"null", `,"cost":null`, nil},
+		{"string", `,"cost":"0.1"`, nil},
+		{"negative", `,"cost":-1`, nil},
+		{"object", `,"cost":{"usd":1}`, nil},
+	} {
+		want := &contract.TokenUsage{InputTokens: 29, OutputTokens: 9, Cost: c.want}
+		t.Run("chat-completions/"+c.name, func(t *testing.T) {
+			body := `data: {"id":"c","model":"m","choices":[{"index":0,"delta":{"content":"x"},"finish_reason":"stop"}]}` + "\n\n" +
+				`data: {"id":"c","model":"m","choices":[],"usage":{"prompt_tokens":29,"completion_tokens":9` + c.cost + "}}\n\n" + "data: [DONE]\n\n"
+			if d := cmp.Diff(want, lastUsage(t, newChatState(""), body)); d != "" {
+				t.Errorf("usage (-want +got):\n%s", d)
+			}
+		})
+		t.Run("responses/"+c.name, func(t *testing.T) {
+			body := sse(`{"type":"response.completed","response":{"id":"r","model":"m","status":"completed","usage":{"input_tokens":29,"output_tokens":9` + c.cost + `}}}`)
+			if d := cmp.Diff(want, lastUsage(t, newResponsesState(""), body)); d != "" {
+				t.Errorf("usage (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
 // RG-03: a Chat Completions turn is an answer only when it finished with
 // stop or tool_calls; length, content_filter, a missing or an unknown
 // finish reason fail it — the rule the anthropic package applies to
