@@ -1,0 +1,184 @@
+package supervise_test
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentrt/agentrt/ledger"
+	"github.com/agentrt/agentrt/supervise"
+)
+
+// acquireTimeout is the pre-spawn refusal the reference measured: a
+// bridge's host executor refusing a worker past its admission deadline.
+const acquireTimeout = "bridgeExecutor: bridge stream error: host-executor: acquire timeout after 60000ms (in_flight=4/4, queued=1)"
+
+// refusingExec refuses each worker's first `refusals` attempts with err
+// (reporting refusedSpent), then runs it: "<task> DONE", 10 tokens, 1
+// iteration, 10 µUSD. It counts attempts per node.
+type refusingExec struct {
+	refusals     int
+	err          func() error
+	refusedSpent ledger.Spend
+	bind         bool // each attempt binds an execution before it is refused
+
+	mu       sync.Mutex
+	attempts map[supervise.NodeID]int
+}
+
+func (e *refusingExec) Execute(ctx context.Context, w supervise.Work) (supervise.WorkResult, error) {
+	e.mu.Lock()
+	if e.attempts == nil {
+		e.attempts = map[supervise.NodeID]int{}
+	}
+	e.attempts[w.Node]++
+	n := e.attempts[w.Node]
+	e.mu.Unlock()
+	if e.bind && w.Bind != nil {
+		if err := w.Bind(ctx, "exec-"+string(w.Node)); err != nil {
+			return supervise.WorkResult{}, err
+		}
+	}
+	if n <= e.refusals {
+		return supervise.WorkResult{Spent: e.refusedSpent}, e.err()
+	}
+	return supervise.WorkResult{Text: w.Task + " DONE", Spent: ledger.Spend{Tokens: i64(10), Iterations: i64(1), MicroUSD: i64(10)}}, nil
+}
+
+func (e *refusingExec) ReportsUsage() bool { return true }
+
+func (e *refusingExec) count(n supervise.NodeID) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.attempts[n]
+}
+
+var zeroSpend = ledger.Spend{Tokens: i64(0), Iterations: i64(0), MicroUSD: i64(0)}
+
+// oneWorker is a brain that spawns one worker, awaits its settlement and
+// returns.
+func oneWorker(t *testing.T) supervise.Brain {
+	return supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		tool(t, ctx, c, supervise.VerbSpawnWorker, map[string]any{"profile": "writer", "task": "write"})
+		tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 60000})
+		return supervise.BrainReport{}, nil
+	})
+}
+
+// §3.6 workerRetry, onWorkerRetry: a worker refused before it ran is
+// started again within its reservation; everything else settles as it
+// did. Every case checks the attempts made, the worker's end, the hook's
+// readings and the run's spend (a retried attempt spent nothing, so the
+// spend is the last attempt's; unknown stays unknown).
+func TestWorkerRetry(t *testing.T) {
+	preSpawn := func() error { return errors.New(acquireTimeout) }
+	tests := []struct {
+		name         string
+		retry        supervise.WorkerRetry
+		refusals     int
+		err          func() error
+		refusedSpent ledger.Spend
+		bind         bool
+		wantAttempts int
+		wantState    supervise.State
+		wantHook     []int
+		wantTokens   int64 // the worker's committed tokens
+		wantKnown    bool
+	}{
+		{name: "retried then delivered", retry: supervise.WorkerRetry{MaxAttempts: 3, InitialBackoff: time.Millisecond},
+			refusals: 2, err: preSpawn, refusedSpent: zeroSpend, wantAttempts: 3, wantState: supervise.StateDone, wantHook: []int{1, 2}, wantTokens: 10, wantKnown: true},
+		{name: "exhausted: failed with the last error", retry: supervise.WorkerRetry{MaxAttempts: 3, InitialBackoff: time.Millisecond},
+			refusals: 9, err: preSpawn, refusedSpent: zeroSpend, wantAttempts: 3, wantState: supervise.StateFailed, wantHook: []int{1, 2}, wantTokens: 0, wantKnown: true},
+		{name: "the zero value never retries", refusals: 1, err: preSpawn, refusedSpent: zeroSpend,
+			wantAttempts: 1, wantState: supervise.StateFailed, wantKnown: true},
+		{name: "a failure that is not a pre-spawn refusal is not retried", retry: supervise.WorkerRetry{MaxAttempts: 3, InitialBackoff: time.Millisecond},
+			refusals: 1, err: func() error { return errors.New("read tcp: connection reset by peer (ECONNRESET)") }, refusedSpent: zeroSpend,
+			wantAttempts: 1, wantState: supervise.StateFailed, wantKnown: true},
+		{name: "a typed NotStartedError is retried", retry: supervise.WorkerRetry{MaxAttempts: 2, InitialBackoff: time.Millisecond},
+			refusals: 1, err: func() error { return &supervise.NotStartedError{Err: errors.New("no slot")} }, refusedSpent: zeroSpend,
+			wantAttempts: 2, wantState: supervise.StateDone, wantHook: []int{1}, wantTokens: 10, wantKnown: true},
+		{name: "a caller's PreSpawn signature is retried", retry: supervise.WorkerRetry{MaxAttempts: 2, InitialBackoff: time.Millisecond,
+			PreSpawn: []*regexp.Regexp{regexp.MustCompile(`^quota gate: queue full$`)}},
+			refusals: 1, err: func() error { return errors.New("quota gate: queue full") }, refusedSpent: zeroSpend,
+			wantAttempts: 2, wantState: supervise.StateDone, wantHook: []int{1}, wantTokens: 10, wantKnown: true},
+		{name: "a terminal refusal wrapped as not started is not retried", retry: supervise.WorkerRetry{MaxAttempts: 3, InitialBackoff: time.Millisecond},
+			refusals: 1, err: func() error { return &supervise.NotStartedError{Err: supervise.ErrInvalidOptions} }, refusedSpent: zeroSpend,
+			wantAttempts: 1, wantState: supervise.StateFailed, wantKnown: true},
+		{name: "an attempt that spent is not retried, its spend charged", retry: supervise.WorkerRetry{MaxAttempts: 3, InitialBackoff: time.Millisecond},
+			refusals: 1, err: preSpawn, refusedSpent: ledger.Spend{Tokens: i64(7), Iterations: i64(1), MicroUSD: i64(0)},
+			wantAttempts: 1, wantState: supervise.StateFailed, wantTokens: 7, wantKnown: true},
+		{name: "an attempt whose spend is unknown is not retried; unknown stays unknown", retry: supervise.WorkerRetry{MaxAttempts: 3, InitialBackoff: time.Millisecond},
+			refusals: 1, err: preSpawn, refusedSpent: ledger.Spend{Iterations: i64(0), MicroUSD: i64(0)},
+			wantAttempts: 1, wantState: supervise.StateFailed, wantTokens: 1_000, wantKnown: false},
+		{name: "an attempt that bound an execution is not retried", retry: supervise.WorkerRetry{MaxAttempts: 3, InitialBackoff: time.Millisecond},
+			refusals: 1, err: preSpawn, refusedSpent: zeroSpend, bind: true,
+			wantAttempts: 1, wantState: supervise.StateFailed, wantKnown: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			exec := &refusingExec{refusals: tc.refusals, err: tc.err, refusedSpent: tc.refusedSpent, bind: tc.bind}
+			o := baseOptions(t, exec, nil)
+			o.RunDir, o.WorkerRetry, o.Brain = t.TempDir(), tc.retry, oneWorker(t)
+			var (
+				mu   sync.Mutex
+				hook []supervise.WorkerRetryAttempt
+			)
+			if tc.retry.MaxAttempts > 1 {
+				o.OnWorkerRetry = func(a supervise.WorkerRetryAttempt) {
+					mu.Lock()
+					defer mu.Unlock()
+					hook = append(hook, a)
+				}
+			}
+			res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker, supervise.VerbAwaitEvent), "t", o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Tree) != 1 {
+				t.Fatalf("tree %+v, want one worker", res.Tree)
+			}
+			n := res.Tree[0]
+			if got := exec.count(n.ID); got != tc.wantAttempts {
+				t.Errorf("attempts %d, want %d", got, tc.wantAttempts)
+			}
+			if n.State != tc.wantState {
+				t.Errorf("state %s (reason %q), want %s", n.State, n.Reason, tc.wantState)
+			}
+			if tc.wantState == supervise.StateFailed && !strings.Contains(n.Reason, tc.err().Error()) {
+				t.Errorf("failed with %q, want the last attempt's error %q", n.Reason, tc.err().Error())
+			}
+			mu.Lock()
+			var attempts []int
+			for _, a := range hook {
+				attempts = append(attempts, a.Attempt)
+				if a.Node != n.ID || a.Profile != "writer" || a.Error != tc.err().Error() || a.Wait <= 0 {
+					t.Errorf("hook reading %+v: want node %s, profile writer, error %q, a wait", a, n.ID, tc.err().Error())
+				}
+			}
+			mu.Unlock()
+			if diff := cmp.Diff(tc.wantHook, attempts); diff != "" {
+				t.Errorf("OnWorkerRetry attempts (-want +got):\n%s", diff)
+			}
+			if n.Settlement == nil {
+				t.Fatalf("no settlement: %+v", n)
+			}
+			sp := n.Settlement.Spent
+			if tc.wantKnown != (sp.Tokens != nil) {
+				t.Errorf("settled tokens known %v, want %v", sp.Tokens != nil, tc.wantKnown)
+			}
+			if res.Spent.Tokens != tc.wantTokens || res.Spent.TokensKnown != tc.wantKnown {
+				t.Errorf("run spent %d tokens (known %v), want %d (known %v)", res.Spent.Tokens, res.Spent.TokensKnown, tc.wantTokens, tc.wantKnown)
+			}
+			// The journal holds one worker-retry record per re-entry.
+			if got := countKind(t, o.RunDir, supervise.KindWorkerRetry); got != len(tc.wantHook) {
+				t.Errorf("%d %s records, want %d", got, supervise.KindWorkerRetry, len(tc.wantHook))
+			}
+		})
+	}
+}
