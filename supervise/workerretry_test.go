@@ -182,3 +182,91 @@ func TestWorkerRetry(t *testing.T) {
 		})
 	}
 }
+
+// §3.6 workerRetry: a WorkerRetry Supervise cannot act on is refused
+// before anything runs, as an *OptionError naming its pointer.
+func TestWorkerRetryRefusedWhenInvalid(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		tune        func(*supervise.Options)
+		wantPointer string
+	}{
+		{"negative MaxAttempts", func(o *supervise.Options) { o.WorkerRetry.MaxAttempts = -1 }, "/workerRetry/maxAttempts"},
+		{"negative InitialBackoff", func(o *supervise.Options) { o.WorkerRetry = supervise.WorkerRetry{MaxAttempts: 2, InitialBackoff: -time.Second} }, "/workerRetry/initialBackoffMs"},
+		{"negative MaxBackoff", func(o *supervise.Options) { o.WorkerRetry = supervise.WorkerRetry{MaxAttempts: 2, MaxBackoff: -time.Second} }, "/workerRetry/maxBackoffMs"},
+		{"negative MaxTotal", func(o *supervise.Options) { o.WorkerRetry = supervise.WorkerRetry{MaxAttempts: 2, MaxTotal: -time.Second} }, "/workerRetry/maxTotalMs"},
+		{"nil PreSpawn signature", func(o *supervise.Options) {
+			o.WorkerRetry = supervise.WorkerRetry{MaxAttempts: 2, PreSpawn: []*regexp.Regexp{regexp.MustCompile("x"), nil}}
+		}, "/workerRetry/additionalPreSpawnSignatures/1"},
+		{"OnWorkerRetry without retries", func(o *supervise.Options) { o.OnWorkerRetry = func(supervise.WorkerRetryAttempt) {} }, "/onWorkerRetry"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := baseOptions(t, &refusingExec{}, nil)
+			o.RunDir = t.TempDir()
+			o.Brain = supervise.BrainFunc(func(context.Context, *supervise.Coordinator, string) (supervise.BrainReport, error) {
+				t.Error("the brain was driven")
+				return supervise.BrainReport{}, nil
+			})
+			tc.tune(&o)
+			_, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o)
+			if !errors.Is(err, supervise.ErrInvalidOptions) {
+				t.Fatalf("err = %v, want ErrInvalidOptions", err)
+			}
+			oe, ok := errors.AsType[*supervise.OptionError](err)
+			if !ok || oe.Pointer != tc.wantPointer {
+				t.Fatalf("err = %v, want an *OptionError at %s", err, tc.wantPointer)
+			}
+		})
+	}
+}
+
+// §3.6 workerRetry: the run's deadline cuts the retries. A backoff that
+// would end past the deadline is not waited: the worker settles failed
+// with its refusal at once, not at the deadline, with one attempt made.
+func TestWorkerRetryDeadlineCutsRetries(t *testing.T) {
+	exec := &refusingExec{refusals: 9, err: func() error { return errors.New(acquireTimeout) }, refusedSpent: zeroSpend}
+	o := baseOptions(t, exec, nil)
+	o.RunDir, o.Brain = t.TempDir(), oneWorker(t)
+	o.Deadline = time.Now().Add(30 * time.Second)
+	o.WorkerRetry = supervise.WorkerRetry{MaxAttempts: 5, InitialBackoff: time.Minute}
+	start := time.Now()
+	res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker, supervise.VerbAwaitEvent), "t", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 20*time.Second {
+		t.Errorf("the run took %s: the retry waited toward the deadline", took)
+	}
+	n := res.Tree[0]
+	if got := exec.count(n.ID); got != 1 || n.State != supervise.StateFailed || !strings.Contains(n.Reason, "acquire timeout") {
+		t.Errorf("attempts %d, state %s, reason %q; want 1 attempt, failed with the refusal", got, n.State, n.Reason)
+	}
+	// MaxTotal cuts the same way.
+	exec = &refusingExec{refusals: 9, err: func() error { return errors.New(acquireTimeout) }, refusedSpent: zeroSpend}
+	o = baseOptions(t, exec, nil)
+	o.RunDir, o.Brain = t.TempDir(), oneWorker(t)
+	o.WorkerRetry = supervise.WorkerRetry{MaxAttempts: 5, InitialBackoff: time.Minute, MaxTotal: time.Second}
+	if res, err = supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker, supervise.VerbAwaitEvent), "t", o); err != nil {
+		t.Fatal(err)
+	}
+	if got := exec.count(res.Tree[0].ID); got != 1 || res.Tree[0].State != supervise.StateFailed {
+		t.Errorf("under MaxTotal: attempts %d, state %s; want 1, failed", got, res.Tree[0].State)
+	}
+}
+
+// §3.6 onWorkerRetry: the hook never decides the retry. One that panics
+// is logged and the worker is still retried and delivered.
+func TestOnWorkerRetryPanicContained(t *testing.T) {
+	exec := &refusingExec{refusals: 1, err: func() error { return errors.New(acquireTimeout) }, refusedSpent: zeroSpend}
+	o := baseOptions(t, exec, nil)
+	o.RunDir, o.Brain = t.TempDir(), oneWorker(t)
+	o.WorkerRetry = supervise.WorkerRetry{MaxAttempts: 2, InitialBackoff: time.Millisecond}
+	o.OnWorkerRetry = func(supervise.WorkerRetryAttempt) { panic("hook bug") }
+	res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker, supervise.VerbAwaitEvent), "t", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := res.Tree[0]; exec.count(n.ID) != 2 || n.State != supervise.StateDone || res.Status != supervise.StatusWinner {
+		t.Errorf("attempts %d, state %s, status %s; want 2, done, a winner", exec.count(n.ID), n.State, res.Status)
+	}
+}
