@@ -192,9 +192,15 @@ func TestWorkerRetryRefusedWhenInvalid(t *testing.T) {
 		wantPointer string
 	}{
 		{"negative MaxAttempts", func(o *supervise.Options) { o.WorkerRetry.MaxAttempts = -1 }, "/workerRetry/maxAttempts"},
-		{"negative InitialBackoff", func(o *supervise.Options) { o.WorkerRetry = supervise.WorkerRetry{MaxAttempts: 2, InitialBackoff: -time.Second} }, "/workerRetry/initialBackoffMs"},
-		{"negative MaxBackoff", func(o *supervise.Options) { o.WorkerRetry = supervise.WorkerRetry{MaxAttempts: 2, MaxBackoff: -time.Second} }, "/workerRetry/maxBackoffMs"},
-		{"negative MaxTotal", func(o *supervise.Options) { o.WorkerRetry = supervise.WorkerRetry{MaxAttempts: 2, MaxTotal: -time.Second} }, "/workerRetry/maxTotalMs"},
+		{"negative InitialBackoff", func(o *supervise.Options) {
+			o.WorkerRetry = supervise.WorkerRetry{MaxAttempts: 2, InitialBackoff: -time.Second}
+		}, "/workerRetry/initialBackoffMs"},
+		{"negative MaxBackoff", func(o *supervise.Options) {
+			o.WorkerRetry = supervise.WorkerRetry{MaxAttempts: 2, MaxBackoff: -time.Second}
+		}, "/workerRetry/maxBackoffMs"},
+		{"negative MaxTotal", func(o *supervise.Options) {
+			o.WorkerRetry = supervise.WorkerRetry{MaxAttempts: 2, MaxTotal: -time.Second}
+		}, "/workerRetry/maxTotalMs"},
 		{"nil PreSpawn signature", func(o *supervise.Options) {
 			o.WorkerRetry = supervise.WorkerRetry{MaxAttempts: 2, PreSpawn: []*regexp.Regexp{regexp.MustCompile("x"), nil}}
 		}, "/workerRetry/additionalPreSpawnSignatures/1"},
