@@ -1,17 +1,27 @@
 package supervise_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/internal/pgtest"
 	"github.com/agentrt/agentrt/ledger"
+	"github.com/agentrt/agentrt/store"
+	"github.com/agentrt/agentrt/store/postgres"
+	"github.com/agentrt/agentrt/store/sqlite"
 	"github.com/agentrt/agentrt/supervise"
 )
 
@@ -274,5 +284,132 @@ func TestOnWorkerRetryPanicContained(t *testing.T) {
 	}
 	if n := res.Tree[0]; exec.count(n.ID) != 2 || n.State != supervise.StateDone || res.Status != supervise.StatusWinner {
 		t.Errorf("attempts %d, state %s, status %s; want 2, done, a winner", exec.count(n.ID), n.State, res.Status)
+	}
+}
+
+// failAfter is a real store whose appends fail once an append whose
+// bodies contain word has been written: the journal's view of a process
+// that died right after it.
+type failAfter struct {
+	store.Store
+	word string
+	cut  atomic.Bool
+}
+
+func (s *failAfter) AppendEvents(ctx context.Context, f store.Fence, events []store.NewEvent) ([]store.Event, error) {
+	if s.cut.Load() {
+		return nil, errors.New("failAfter: the process is gone")
+	}
+	out, err := s.Store.AppendEvents(ctx, f, events)
+	for _, e := range events {
+		if strings.Contains(string(canonjson.Marshal(e.Body)), s.word) {
+			s.cut.Store(true)
+		}
+	}
+	return out, err
+}
+
+// cutAfterWorkerRetry keeps dir's spawn journal up to and including its
+// first worker-retry record: the process died between the attempts.
+func cutAfterWorkerRetry(t *testing.T, dir string) {
+	t.Helper()
+	path := filepath.Join(dir, supervise.SpawnJournalFile)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	found := false
+	for line := range bytes.Lines(data) {
+		out.Write(line)
+		var rec struct{ Kind string }
+		if err := json.Unmarshal(line, &rec); err != nil {
+			t.Fatalf("a journal line does not decode: %v", err)
+		}
+		if rec.Kind == supervise.KindWorkerRetry {
+			found = true
+			break
+		}
+	}
+	if !found {
+		t.Fatalf("no %s record in %s", supervise.KindWorkerRetry, path)
+	}
+	if err := os.WriteFile(path, out.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// §3.6 workerRetry, RES-03, behaviour 46: a run cut between a worker's
+// attempts (its refusal and retry journaled, no settlement) resumes
+// with the worker in doubt, the way any spawn without a bound execution
+// or a settlement is: it is not started again, its reservation is
+// charged at its ceiling, and the pool stays conserved. The same with
+// the journal in a file, SQLite and PostgreSQL.
+func TestWorkerRetryResumeAtACutBetweenAttempts(t *testing.T) {
+	for _, kind := range []string{"file", "sqlite", "postgres"} {
+		t.Run(kind, func(t *testing.T) {
+			ctx := context.Background()
+			first := &refusingExec{refusals: 1, err: func() error { return errors.New(acquireTimeout) }, refusedSpent: zeroSpend}
+			o := baseOptions(t, first, nil)
+			o.Brain = oneWorker(t)
+			o.WorkerRetry = supervise.WorkerRetry{MaxAttempts: 3, InitialBackoff: time.Millisecond}
+			var st store.Store
+			switch kind {
+			case "file":
+				o.RunDir = t.TempDir()
+			case "sqlite":
+				s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "runs.db"), sqlite.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { s.Close() })
+				st = s
+			case "postgres":
+				s, err := postgres.Open(ctx, pgtest.Schema(t), postgres.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { s.Close() })
+				st = s
+			}
+			if st != nil {
+				o.SpawnStore, o.RunID = &failAfter{Store: st, word: supervise.KindWorkerRetry}, "wr-cut"
+			}
+			_, _ = supervise.Supervise(ctx, managerProfile(t, supervise.VerbSpawnWorker, supervise.VerbAwaitEvent), "t", o)
+			if st == nil {
+				cutAfterWorkerRetry(t, o.RunDir)
+			}
+
+			again := &refusingExec{err: func() error { return errors.New("never") }}
+			r := baseOptions(t, again, nil)
+			r.Resume, r.RunDir, r.WorkerRetry = true, o.RunDir, o.WorkerRetry
+			if st != nil {
+				r.SpawnStore, r.RunID = st, "wr-cut"
+			}
+			var readout ledger.Readout
+			r.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+				readout = c.Readout()
+				return supervise.BrainReport{}, nil
+			})
+			res, err := supervise.Supervise(ctx, managerProfile(t, supervise.VerbSpawnWorker, supervise.VerbAwaitEvent), "", r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Tree) != 1 {
+				t.Fatalf("tree %+v, want the one cut worker", res.Tree)
+			}
+			n := res.Tree[0]
+			if !n.InDoubt || again.count(n.ID) != 0 {
+				t.Errorf("worker %s: in doubt %v, started again %d times; want in doubt, never started again", n.ID, n.InDoubt, again.count(n.ID))
+			}
+			for ch, b := range readout.Channels {
+				if b.Total != b.Free+b.Reserved+b.Committed {
+					t.Errorf("%s does not conserve on resume: %+v", ch, b)
+				}
+			}
+			if res.Spent.TokensKnown {
+				t.Errorf("the in-doubt worker's tokens read known: %+v", res.Spent)
+			}
+		})
 	}
 }
