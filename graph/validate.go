@@ -377,6 +377,9 @@ var superviseOptionClass = map[string]string{
 	// A graph's delegates edges carry their continuity (the reference's
 	// runGraph derives continuityByProfile from them: GRAPH_OWNED).
 	"StallAfter": classForwarded, "ContinuityByProfile": classOwned,
+	// Passed to the supervise run as given (run.go copies o.Supervise):
+	// every node's worker is retried alike.
+	"WorkerRetry": classForwarded, "OnWorkerRetry": classForwarded,
 }
 
 // checkOptions refuses a supervise option the graph owns: a caller value

@@ -139,6 +139,10 @@ type core struct {
 	// only once the run started).
 	stallAfter          time.Duration
 	continuityByProfile map[string]Continuity
+	// workerRetry and onWorkerRetry are Options.WorkerRetry and
+	// Options.OnWorkerRetry (executeRetrying).
+	workerRetry   WorkerRetry
+	onWorkerRetry func(WorkerRetryAttempt)
 
 	wg sync.WaitGroup
 
@@ -796,7 +800,7 @@ func (c *Coordinator) start(id NodeID, p *profile.Profile, task string, reserved
 			askMu.Unlock()
 			return d, err
 		}
-		res, err := c.execute(wctx, exec, Work{RunID: c.runID, Node: id, Profile: p, Task: task, Reserved: reserved, Ask: ask, Observer: observer, Inbox: w.inbox,
+		res, err := c.executeRetrying(wctx, exec, Work{RunID: c.runID, Node: id, Profile: p, Task: task, Reserved: reserved, Ask: ask, Observer: observer, Inbox: w.inbox,
 			Bind: c.bind(id)})
 		w.inbox.close(wctx) // the worker takes no more turns
 		if c.afterSettle == nil {

@@ -342,6 +342,19 @@ type Options struct {
 	DriverRetry     DriverRetry
 	Reprompt        Reprompt
 	OnDriverAttempt func(DriverAttempt)
+	// WorkerRetry is how a worker whose execution was refused before
+	// anything ran (a pre-spawn refusal that spent nothing; see
+	// WorkerRetry for the two proofs) is started again, within the same
+	// reservation, after a doubling backoff, until MaxAttempts, MaxTotal
+	// or the run's deadline (§3.6 workerRetry). The zero value never
+	// retries. Each re-entry is journaled (KindWorkerRetry) and passed
+	// to OnWorkerRetry before its wait; OnWorkerRetry should return
+	// quickly: it is waited for at most ObserverGrace, and a panic in it
+	// is logged, never the run's failure. Negative bounds, a nil
+	// PreSpawn signature, or OnWorkerRetry without retries are refused
+	// (*OptionError, /workerRetry/…, /onWorkerRetry).
+	WorkerRetry   WorkerRetry
+	OnWorkerRetry func(WorkerRetryAttempt)
 	// StopRule, when set, is the run's no-progress bound (§3.6
 	// stopRule: a run settles on "deadline, cancel, exhausted budget,
 	// accepted result, or the no-progress bound"): a rule over the root
@@ -816,7 +829,8 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 		progress:   &progressRule{rule: o.StopRule, notify: o.OnProgressStop, timeout: stopRuleTimeout(ctx)},
 		extraTools: o.ExtraTools, extraStarted: map[string]bool{}, extraDone: map[string]extraOutcome{},
 		resolveTools: o.ResolveSupervisorTools, manager: manager,
-		stallAfter: o.StallAfter, continuityByProfile: maps.Clone(o.ContinuityByProfile)}}
+		stallAfter: o.StallAfter, continuityByProfile: maps.Clone(o.ContinuityByProfile),
+		workerRetry: o.WorkerRetry, onWorkerRetry: o.OnWorkerRetry}}
 	c.root = c
 	if o.RestartsWithin > 0 {
 		c.breaker = &restartBreaker{max: o.MaxRestarts, within: o.RestartsWithin}
@@ -1266,6 +1280,7 @@ func (o *Options) resolve(manager *profile.Profile) (Brain, Executor, error) {
 		bad("the executor cannot report usage; set BudgetExempt to run it charged at ceilings")
 	}
 	errs = append(errs, checkDriverLoop(o)...)
+	errs = append(errs, checkWorkerRetry(o)...)
 	brain := o.Brain
 	if brain == nil && manager != nil {
 		switch manager.Harness {

@@ -43,7 +43,7 @@ func newSuperviseCmd(stdio IO, open providerOpener) *cobra.Command {
 	var workers, continuity []string
 	var budgetTokens, iterations, workerTokens int64
 	var budgetUSD, workerUSD float64
-	var maxLive, maxTurns, driverAttempts int
+	var maxLive, maxTurns, driverAttempts, workerRetry int
 	var reprompt string
 	var timeout, childGrace, stopIdle, stallAfter time.Duration
 	var stopSettles int
@@ -169,6 +169,8 @@ none or its journal lost part of it, 2 on usage errors.`,
 				return usage("--manager-script applies to --provider scripted only")
 			case driverAttempts < 0:
 				return usage("--driver-attempts cannot be negative")
+			case workerRetry < 0:
+				return usage("--worker-retry cannot be negative")
 			case childGrace < 0:
 				return usage("--child-settle-grace cannot be negative")
 			case stallAfter < 0:
@@ -326,6 +328,7 @@ none or its journal lost part of it, 2 on usage errors.`,
 				ChildSettleGrace:    childGrace,
 				StallAfter:          stallAfter,
 				ContinuityByProfile: byProfile,
+				WorkerRetry:         supervise.WorkerRetry{MaxAttempts: workerRetry},
 				StopRule:            stopRule,
 				Reprompt:            repromptOpt,
 				OnDriverAttempt: func(a supervise.DriverAttempt) {
@@ -429,6 +432,7 @@ none or its journal lost part of it, 2 on usage errors.`,
 	f.DurationVar(&childGrace, "child-settle-grace", 0, "when the manager returns or fails on its own (not by stop, a cancel or the deadline), how long its live workers may go on before they are cancelled (a worker that delivers within it can still win; default: cancelled at once)")
 	f.IntVar(&driverAttempts, "driver-attempts", 0, "with a claude-code, codex or opencode manager: most failed manager turns before the run ends driver-failed (default 8; 1 retries none); three in a row that change nothing end it sooner")
 	f.IntVar(&stopSettles, "stop-after-settles", 0, "the no-progress bound: end the run once this many workers in a row settled without improving on the best delivered result (default: no such bound)")
+	f.IntVar(&workerRetry, "worker-retry", 0, "start a worker up to N times in all when its backend refused it before anything ran (a pre-spawn refusal such as a bridge's acquire timeout, with nothing spent), waiting 5s doubling to 60s, at most 15m, within the run's deadline; 0 or 1: never retry")
 	f.DurationVar(&stallAfter, "stall-after", 0, "how long a running worker may go without activity before observe_agent reports it stalled (the manager's reading; nothing is killed; default "+supervise.StallAfter.String()+")")
 	f.DurationVar(&stopIdle, "stop-when-idle", 0, "the no-progress bound: end the run once no worker settled for this long while none waits on a decision (default: no such bound)")
 	f.StringVar(&reprompt, "reprompt", "", "with a claude-code, codex or opencode manager: how many times a manager turn that ended with nothing delivered is driven again with what is still owed (N, or until-complete, which needs --timeout; default: never)")
