@@ -82,6 +82,11 @@ type Work struct {
 	// doubt. An error means the identity is not durable (or not valid,
 	// ErrInvalidExecution): the executor must start nothing and return.
 	Bind func(ctx context.Context, execution string) error
+	// PeerMail, when Options.PeerMail is set, are send_mail and
+	// read_mail bound to this worker (the sender is always Node): an
+	// executor whose workers run a tool loop offers them beside its own
+	// tools. Nil when peer mail is off.
+	PeerMail []contract.Tool
 }
 
 // WorkResult is what a worker produced and what it spent. Spent is
