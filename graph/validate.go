@@ -377,6 +377,9 @@ var superviseOptionClass = map[string]string{
 	// A graph's delegates edges carry their continuity (the reference's
 	// runGraph derives continuityByProfile from them: GRAPH_OWNED).
 	"StallAfter": classForwarded, "ContinuityByProfile": classOwned,
+	// Peer mail is between a manager's workers; a graph's nodes are the
+	// root's workers, so they mail each other as any siblings do.
+	"PeerMail": classForwarded,
 }
 
 // checkOptions refuses a supervise option the graph owns: a caller value
