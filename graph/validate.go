@@ -380,6 +380,9 @@ var superviseOptionClass = map[string]string{
 	// Passed to the supervise run as given (run.go copies o.Supervise):
 	// every node's worker is retried alike.
 	"WorkerRetry": classForwarded, "OnWorkerRetry": classForwarded,
+	// Peer mail is between a manager's workers; a graph's nodes are the
+	// root's workers, so they mail each other as any siblings do.
+	"PeerMail": classForwarded,
 }
 
 // checkOptions refuses a supervise option the graph owns: a caller value

@@ -108,6 +108,9 @@ type Coordinator struct {
 // (Coordinator) shares: one scope over one pool, one journal, one
 // worker table.
 type core struct {
+	// mail is the run's peer mail post office (Options.PeerMail), nil
+	// when off.
+	mail     *postOffice
 	runID    string
 	scope    *Scope
 	pool     *ledger.Pool
@@ -801,7 +804,7 @@ func (c *Coordinator) start(id NodeID, p *profile.Profile, task string, reserved
 			return d, err
 		}
 		res, err := c.executeRetrying(wctx, exec, Work{RunID: c.runID, Node: id, Profile: p, Task: task, Reserved: reserved, Ask: ask, Observer: observer, Inbox: w.inbox,
-			Bind: c.bind(id)})
+			Bind: c.bind(id), PeerMail: c.peerMailTools(id)})
 		w.inbox.close(wctx) // the worker takes no more turns
 		if c.afterSettle == nil {
 			c.settle(wctx, w, res, err)

@@ -821,6 +821,41 @@
 // journal or in doubt, never run twice
 // (TestResolveSupervisorToolsNestedCallActsOnceAcrossResume).
 //
+// Peer mail (§9 "Peer mail (opt-in peerMail)"; the reference's
+// peer-mail.ts). Options.PeerMail (nil: off) gives every worker
+// send_mail and read_mail bound to its own node (Work.PeerMail, beside
+// Work.Ask): the sender is the tool's worker, never an argument, and
+// neither tool can spawn, steer or stop. Mail goes to live siblings
+// only — workers of the same manager; a settled sibling is refused
+// already-settled (not queued), any other id unknown-worker. Refusals
+// are tool results {delivered: false, error: code, reason, mailId}:
+// self-addressed, subject-too-large, body-too-large (PeerMail's bounds,
+// defaults 200 and 4096 bytes), forged-authority (a body or subject
+// speaking as the supervisor), evidence-required (tell and challenge
+// cite evidenceRefs), unknown-reply-target (replyTo names no mail
+// addressed to the sender), thread-depth-exceeded, mailbox-full (16
+// received per worker for the run), send-quota-exhausted (8 attempts
+// per worker, refused ones charged too); arguments that describe no
+// message (ErrMailArgs) are a tool failure, not an attempt. read_mail
+// does not consume: it returns the worker's whole inbox, oldest first,
+// its live siblings (peers), its send count and quota left. Every
+// attempt is one coordination record (CoordMail; KindMail in a store
+// journal, so read_journal shows it there) journaled before it takes
+// effect, under the post office's lock (ids "mail-<n>" in journal
+// order); a resumed run rebuilds mailboxes and send counts from those
+// records (replayQuestions reads them where it reads questions), so mail
+// sent before a cut is read after it once and the next id follows
+// (TestPeerMailResumeKeepsMailboxes: file, SQLite, PostgreSQL). An
+// executor whose workers run a tool loop offers Work.PeerMail as tools
+// (TestPeerMailBetweenSiblingsBehaviour); KernelExecutor, whose workers
+// are a provider's harness and cannot call Go tools, mounts them when
+// its PeerMailMount is set — coordmcp.MountPeerMail serves them on a
+// loopback MCP endpoint of the worker's own, a random capability in the
+// path, mounted in a copy of its profile as PeerMailAlias and closed
+// when the worker ends. Nested managers' router brains are not offered
+// mail; mail is not pushed into a worker's steer inbox (the reference
+// also delivers it between turns): a worker reads it with read_mail.
+//
 // Above it, package graph interprets one supervised run as a fixed
 // topology (runGraph) and keeps its edge ledger in this run's journal
 // through Coordinator.Note.

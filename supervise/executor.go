@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/harness"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/profile"
@@ -82,6 +83,11 @@ type Work struct {
 	// doubt. An error means the identity is not durable (or not valid,
 	// ErrInvalidExecution): the executor must start nothing and return.
 	Bind func(ctx context.Context, execution string) error
+	// PeerMail, when Options.PeerMail is set, are send_mail and
+	// read_mail bound to this worker (the sender is always Node): an
+	// executor whose workers run a tool loop offers them beside its own
+	// tools. Nil when peer mail is off.
+	PeerMail []contract.Tool
 }
 
 // WorkResult is what a worker produced and what it spent. Spent is
@@ -290,6 +296,16 @@ type KernelExecutor struct {
 	// node (RG-11). Without it a seated profile runs its first stage's
 	// projection on Provider, as kernel.Execute does.
 	Accounts kernel.AccountManager
+	// PeerMailMount, when set, serves a worker's peer mail tools
+	// (Work.PeerMail, Options.PeerMail) where its harness can reach them
+	// and returns the MCP server Execute mounts in the worker's profile
+	// as PeerMailAlias, and a release Execute calls once the worker
+	// ended (coordmcp.MountPeerMail: a loopback endpoint of its own per
+	// worker). The provider must mount MCP servers, or it refuses the
+	// profile; a profile that already declares PeerMailAlias is refused.
+	// Nil: a provider's worker is given no peer mail (it cannot call Go
+	// tools).
+	PeerMailMount func(ctx context.Context, w Work) (profile.MCPServer, func(), error)
 
 	// keep is the executor's continuity-resume state (ResumesSessions,
 	// ReleaseSessions). A KernelExecutor is not copied once used.
@@ -318,6 +334,14 @@ func (e *KernelExecutor) PropagatesTrace() bool { return true }
 // Execute runs w through kernel.Execute, turn after turn while its inbox
 // holds steers (see KernelExecutor).
 func (e *KernelExecutor) Execute(ctx context.Context, w Work) (WorkResult, error) {
+	if e != nil && e.PeerMailMount != nil && len(w.PeerMail) > 0 {
+		p, release, err := mountPeerMail(ctx, w, e.PeerMailMount)
+		if err != nil {
+			return WorkResult{}, err
+		}
+		defer release()
+		w.Profile = p
+	}
 	if w.ResumeOf != "" {
 		// Before the seat chain: a resume continues a session or is
 		// refused, never runs fresh.
@@ -525,4 +549,44 @@ func SpendOf(u ledger.Usage) ledger.Spend {
 		s.MicroUSD = &micro
 	}
 	return s
+}
+
+// ErrPeerMailMount wraps why a worker's peer mail could not be mounted
+// (KernelExecutor.PeerMailMount); the worker fails with it, having run
+// nothing.
+var ErrPeerMailMount = errors.New("supervise: mounting the worker's peer mail")
+
+// mountPeerMail returns w's profile with its peer mail served by mount
+// as the MCP server PeerMailAlias (a copy: w.Profile is not changed),
+// and the release of that server.
+func mountPeerMail(ctx context.Context, w Work, mount func(context.Context, Work) (profile.MCPServer, func(), error)) (*profile.Profile, func(), error) {
+	if w.Profile == nil {
+		return nil, nil, fmt.Errorf("%w: the worker has no profile", ErrPeerMailMount)
+	}
+	if _, taken := w.Profile.MCP[PeerMailAlias]; taken {
+		return nil, nil, fmt.Errorf("%w: the profile already declares an MCP server %q", ErrPeerMailMount, PeerMailAlias)
+	}
+	p, err := profile.Clone(w.Profile)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", ErrPeerMailMount, err)
+	}
+	srv, release, err := mount(ctx, w)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", ErrPeerMailMount, err)
+	}
+	if release == nil {
+		release = func() {}
+	}
+	if p.MCP == nil {
+		p.MCP = map[string]profile.MCPServer{}
+	}
+	p.MCP[PeerMailAlias] = srv
+	if p.Harness == harness.ClaudeCode {
+		// Its dontAsk mode denies a tool its profile does not list.
+		if p.Tools == nil {
+			p.Tools = map[string]bool{}
+		}
+		p.Tools["mcp__"+PeerMailAlias] = true
+	}
+	return p, release, nil
 }

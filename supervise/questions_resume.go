@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"strings"
 
+	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
 )
 
@@ -51,6 +52,13 @@ func (c *Coordinator) replayQuestions(ctx context.Context, prior []Record) {
 			// against its worker's cap (Options.WatchWorkers), and is
 			// not raised again.
 			c.watchRaised[r.Finding.Source]++
+		case r.Kind == CoordMail && r.Mail != nil && c.mail != nil:
+			// A peer mail attempt of an earlier process: the mailboxes
+			// and send counts are rebuilt, so mail sent before the cut
+			// is read after it, once.
+			c.mail.mu.Lock()
+			c.mail.applyLocked(*r.Mail)
+			c.mail.mu.Unlock()
 		case r.Kind == CoordEscalation && r.Escalation != nil:
 			// The root escalated it: the call that did gets its outcome
 			// back if the resumed manager runs it again (rerunEscalation),
@@ -121,6 +129,12 @@ func questionRecord(r CoordRecord) (Record, bool) {
 	case r.Kind == CoordFinding && r.Finding != nil && r.Finding.Outcome == FindingDetected:
 		f := r.Finding
 		return Record{Kind: KindFindingDetected, Node: f.Source, Label: f.Lens, Reason: f.Findings}, true
+	case r.Kind == CoordMail && r.Mail != nil:
+		v, err := canonjson.ToValue(*r.Mail)
+		if err != nil {
+			return Record{}, false
+		}
+		return Record{Kind: KindMail, Node: r.Mail.Envelope.From, Data: v}, true
 	}
 	return Record{}, false
 }
@@ -137,6 +151,12 @@ func coordRecord(r Record) (CoordRecord, bool) {
 		return CoordRecord{Kind: CoordEscalation, QuestionID: r.QuestionID, Escalation: r.Escalation}, true
 	case r.Kind == KindFindingDetected:
 		return CoordRecord{Kind: CoordFinding, Finding: &FindingRecord{Outcome: FindingDetected, Lens: r.Label, Source: r.Node, Findings: r.Reason}}, true
+	case r.Kind == KindMail:
+		var m MailRecord
+		if err := canonjson.FromValue(r.Data, &m); err != nil {
+			return CoordRecord{}, false
+		}
+		return CoordRecord{Kind: CoordMail, Mail: &m}, true
 	}
 	return CoordRecord{}, false
 }

@@ -50,6 +50,9 @@ type CoordRecord struct {
 	// Escalation is an escalation record's (Kind "escalation"): a
 	// question that left the run's root manager, and what became of it.
 	Escalation *EscalationRecord `json:"escalation,omitzero"`
+	// Mail is a peer mail attempt's (Kind "mail", Options.PeerMail):
+	// delivered or refused.
+	Mail *MailRecord `json:"mail,omitzero"`
 }
 
 // Coordination log record kinds.
@@ -60,6 +63,9 @@ const (
 	// CoordEscalation is a question the run's root manager escalated
 	// (Options.EscalateQuestion), record-only.
 	CoordEscalation = "escalation"
+	// CoordMail is one peer mail attempt (Options.PeerMail), delivered
+	// or refused.
+	CoordMail = "mail"
 )
 
 // Finding outcomes.
@@ -130,6 +136,9 @@ const (
 	// FindingDetected: Node the watched worker, Label its lens, Reason
 	// the OnlineFinding as JSON), journaled so too.
 	KindFindingDetected = "finding-detected"
+	// KindMail is a peer mail attempt (CoordMail) in a store journal:
+	// Node its sender, Data its MailRecord.
+	KindMail = "mail"
 	// KindBreakerTripped is the restart-intensity breaker's trip
 	// (Breaker; Node the worker whose down tripped it), and KindAborted
 	// a caller's RootHandle.Abort (Reason): journaled before either is

@@ -417,6 +417,13 @@ type Options struct {
 	// breaker, a stop, its parent). Nil: no product tools; ExtraTools
 	// stay the root router's own.
 	ResolveSupervisorTools func(ctx context.Context, node NodeContext) ([]SupervisorTool, error)
+	// PeerMail, when set, opts the run into peer mail (§9): every
+	// worker is given send_mail and read_mail bound to its own node
+	// (Work.PeerMail), to mail its live siblings — workers of the same
+	// manager — within the bounds PeerMail sets. Every attempt is a
+	// coordination record (CoordMail), which a resume reads back. Nil:
+	// off, workers are given no mail tools.
+	PeerMail *PeerMail
 	// Finalizer, when set, chooses the run's winner among its
 	// candidates at its end (§3.6 finalizer; see Finalizer): the
 	// root's delivered children and the manager's submitted result.
@@ -830,7 +837,7 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 		extraTools: o.ExtraTools, extraStarted: map[string]bool{}, extraDone: map[string]extraOutcome{},
 		resolveTools: o.ResolveSupervisorTools, manager: manager,
 		stallAfter: o.StallAfter, continuityByProfile: maps.Clone(o.ContinuityByProfile),
-		workerRetry: o.WorkerRetry, onWorkerRetry: o.OnWorkerRetry}}
+		workerRetry: o.WorkerRetry, onWorkerRetry: o.OnWorkerRetry, mail: newPostOffice(o.PeerMail)}}
 	c.root = c
 	if o.RestartsWithin > 0 {
 		c.breaker = &restartBreaker{max: o.MaxRestarts, within: o.RestartsWithin}
@@ -1255,6 +1262,9 @@ func (o *Options) resolve(manager *profile.Profile) (Brain, Executor, error) {
 	}
 	if o.OnProgressStop != nil && o.StopRule == nil {
 		bad("OnProgressStop needs StopRule, the rule whose stop it is told of")
+	}
+	if o.PeerMail != nil {
+		errs = append(errs, o.PeerMail.check()...)
 	}
 	if o.StallAfter < 0 {
 		errs = append(errs, &OptionError{Field: "StallAfter", Pointer: "/stallAfter",
