@@ -133,3 +133,29 @@ func microDollars(s string) string {
 	}
 	return fmt.Sprintf("$%s", strconv.FormatFloat(float64(n)/1e6, 'f', -1, 64))
 }
+
+// maxFlagUSD is the largest dollar amount a dollar flag takes: the
+// ledger holds dollars as micro-dollars, at most 2^53-1 of them.
+const maxFlagUSD = 9007199254740991 / 1e6
+
+// dollarFlag is one dollar flag's name and value.
+type dollarFlag struct {
+	name  string
+	value float64
+}
+
+// usdFlag names one dollar flag's value for dollarFlags.
+func usdFlag(name string, value float64) dollarFlag { return dollarFlag{name, value} }
+
+// dollarFlags refuses a dollar flag that is not a finite amount the
+// ledger can hold: NaN (which compares false against every bound and so
+// would silently drop the cap), ±Inf, or more than maxFlagUSD. Negative
+// amounts are left to the callers' own checks.
+func dollarFlags(flags ...dollarFlag) error {
+	for _, f := range flags {
+		if math.IsNaN(f.value) || math.IsInf(f.value, 0) || f.value > maxFlagUSD {
+			return usage("%s %v is not a dollar amount: give a finite number of dollars from 0 to %.6f", f.name, f.value, maxFlagUSD)
+		}
+	}
+	return nil
+}

@@ -148,6 +148,9 @@ none or its journal lost part of it, 2 on usage errors.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			if err := dollarFlags(usdFlag("--budget-usd", budgetUSD), usdFlag("--worker-usd", workerUSD)); err != nil {
+				return err
+			}
 			switch {
 			case strings.TrimSpace(task) == "" && !resume:
 				return usage("--task is required")
