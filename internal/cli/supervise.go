@@ -170,6 +170,8 @@ none or its journal lost part of it, 2 on usage errors.`,
 				return usage("--resume needs the run to continue: its --run-dir, or its --run-id in the --workspace")
 			case managerScript != "" && providerName != "scripted":
 				return usage("--manager-script applies to --provider scripted only")
+			case maxTurns < 0:
+				return usage("--max-turns cannot be negative (0: the kernel's backstop)")
 			case driverAttempts < 0:
 				return usage("--driver-attempts cannot be negative")
 			case childGrace < 0:

@@ -40,3 +40,19 @@ func TestSuperviseDollarFlagsRefuseNonFinite(t *testing.T) {
 		})
 	}
 }
+
+// TestSuperviseNegativeMaxTurnsIsAUsageError: --max-turns -1 is refused
+// before any run starts (exit 2, nothing on stdout). Before, the run
+// started, journaled a run directory and ended no-winner driver-failed
+// with error {name: "*errors.joinError", message: "kernel: invalid
+// options: MaxToolTurns: -1 is negative"} (exit 1). §3.6 maxTurns.
+func TestSuperviseNegativeMaxTurnsIsAUsageError(t *testing.T) {
+	t.Parallel()
+	manager := filepath.Join("..", "..", "examples", "profiles", "delegation-manager.json")
+	dir := t.TempDir()
+	out, errOut, code := run(t, "", "supervise", manager, "--task", "x", "--worker", noteWriter,
+		"--max-turns", "-1", "--workspace", dir, "--db", filepath.Join(dir, "r.db"), "--json")
+	if code != 2 || out != "" || !strings.Contains(errOut, "--max-turns") {
+		t.Errorf("--max-turns -1: exit %d, stdout %d bytes, stderr %q; want a usage error (2) naming --max-turns and no run", code, len(out), errOut)
+	}
+}
