@@ -30,6 +30,9 @@ func TestSuperviseRefusesInvalidOptions(t *testing.T) {
 		{"no executor", "", func(o *supervise.Options) { o.Executor = nil }, supervise.ErrInvalidOptions},
 		{"resume without run dir", "", func(o *supervise.Options) { o.Resume, o.RunDir = true, "" }, supervise.ErrInvalidOptions},
 		{"cli-base without router", "", func(o *supervise.Options) { o.Router = nil }, supervise.ErrInvalidOptions},
+		// §3.6 maxTurns: a negative cap is refused up front, not a
+		// manager that fails driver-failed after the run started.
+		{"negative MaxTurns", "", func(o *supervise.Options) { o.MaxTurns = -1 }, supervise.ErrInvalidOptions},
 		{"executor that cannot report usage", "", func(o *supervise.Options) { o.Executor = noUsage{gate.Execute} }, supervise.ErrInvalidOptions},
 		{"external harness without a brain", `{"name": "m", "harness": "claude-code", "model": {"default": "claude-sonnet-4-5"}}`, nil, supervise.ErrUnsupportedHarness},
 		{"manager declares a non-coordination tool", `{"name": "m", "harness": "cli-base", "tools": {"bash": true, "agent_runtime_coordination_spawn_worker": true}}`, nil, supervise.ErrInvalidOptions},

@@ -157,6 +157,7 @@ func TestStallAfterAndContinuityByProfileRefusedWhenInvalid(t *testing.T) {
 		wantPointer string
 	}{
 		{"negative StallAfter", func(o *supervise.Options) { o.StallAfter = -time.Second }, "/stallAfter"},
+		{"negative MaxTurns", func(o *supervise.Options) { o.MaxTurns = -1 }, "/maxTurns"},
 		{"unknown continuity", func(o *supervise.Options) {
 			o.ContinuityByProfile = map[string]supervise.Continuity{"writer": "resume", "a/b~c": "steer"}
 		}, "/continuityByProfile/a~1b~0c"},

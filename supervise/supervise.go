@@ -176,7 +176,8 @@ type Options struct {
 	Brain  Brain
 	Router contract.ChatModel
 	// MaxTurns caps the router brain's tool turns (0: the kernel's
-	// default backstop), a nested manager's too.
+	// default backstop), a nested manager's too; a negative cap is
+	// refused as an invalid option (/maxTurns).
 	MaxTurns int
 	// ManagerBrain, when set, chooses the brain of a worker whose
 	// profile declares coordination verbs (ToolPrefix + verb): such a
@@ -1265,6 +1266,10 @@ func (o *Options) resolve(manager *profile.Profile) (Brain, Executor, error) {
 	}
 	if o.PeerMail != nil {
 		errs = append(errs, o.PeerMail.check()...)
+	}
+	if o.MaxTurns < 0 {
+		errs = append(errs, &OptionError{Field: "MaxTurns", Pointer: "/maxTurns",
+			Reason: fmt.Sprintf("%d is negative; 0 means the kernel's backstop", o.MaxTurns)})
 	}
 	if o.StallAfter < 0 {
 		errs = append(errs, &OptionError{Field: "StallAfter", Pointer: "/stallAfter",

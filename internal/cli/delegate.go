@@ -138,6 +138,9 @@ traced over OTLP/HTTP as agentrt supervise's is.`,
 }
 
 func runMCPDelegate(ctx context.Context, stdio IO, open providerOpener, f mcpDelegateFlags) (err error) {
+	if err := dollarFlags(usdFlag("--budget-usd", f.budgetUSD), usdFlag("--worker-usd", f.workerUSD)); err != nil {
+		return err
+	}
 	switch {
 	case f.manager == "":
 		return usage("--manager PROFILE is required: the manager profile every delegation runs")

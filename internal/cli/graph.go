@@ -108,6 +108,9 @@ without a winner is also said on stderr), 2 on usage errors.`,
 			if err != nil {
 				return &exitError{code: ExitFailed, err: err}
 			}
+			if err := graphAdmitsAWorker(&g); err != nil {
+				return &exitError{code: ExitFailed, err: err}
+			}
 			g.Deliverable = expectDeliverable(expect)
 			reg, err := graphRegistry(stdio, directivesPath)
 			if err != nil {
@@ -415,4 +418,20 @@ func graphRoot(g graph.Graph) (*profile.Profile, []string) {
 		}
 	}
 	return &profile.Profile{}, targets
+}
+
+// graphAdmitsAWorker refuses a graph whose budget holds no iteration:
+// §2.1 allows maxIterations 0, but every worker this command runs
+// reserves one iteration from the graph's pool, so no node could ever
+// run. The refusal names the graph file's own key (spec or old form),
+// not the per-worker option the command derives from it.
+func graphAdmitsAWorker(g *graph.Graph) error {
+	if g.Budget == nil || g.Budget.Iterations == nil || *g.Budget.Iterations > 0 {
+		return nil
+	}
+	key := "budget.maxIterations"
+	if g.LegacyBudgetKeys {
+		key = "budget.iterations"
+	}
+	return &graph.ValidationError{Path: key, Reason: "is 0; each worker reserves one iteration from the graph's pool, so no node could run: give at least 1"}
 }

@@ -63,10 +63,14 @@ var superviseResumeFlags = map[string]string{
 	"PerWorker.Tokens": "--worker-tokens", "PerWorker.MicroUSD": "--worker-usd", "PerWorker.Iterations": "the per-worker iterations",
 }
 
+// graphRunFlag is the key that marks graphResumeFlags as agentrt
+// graph's: its other options live in the graph file, not in flags.
+const graphRunFlag = "\x00graph"
+
 // graphResumeFlags are superviseResumeFlags for agentrt graph, whose
 // budget is the graph file's.
 var graphResumeFlags = map[string]string{
-	"Task": "--task", "manager": "the root node's profile",
+	"Task": "--task", "manager": "the root node's profile", graphRunFlag: "",
 	"budget.tokens": "the graph's budget.tokens", "budget.iterations": "the graph's budget.iterations", "budget.usd": "the graph's budget.usd",
 }
 
@@ -89,8 +93,16 @@ func resumeRefusal(err error, flags map[string]string) error {
 	if m.Field == "manager" {
 		return usage("%s is not the manager profile the run started with (its digest is %s, the journal holds %s): resume with the profile that started the run", name, given, journaled)
 	}
-	if _, graphBudget := graphResumeFlags[m.Field]; graphBudget && m.Field != "Task" && m.Field != "manager" {
-		return usage("%s is %s but the run's journal holds %s: a resumed run keeps its budget; resume with the graph file that started the run", name, given, journaled)
+	if _, graphRun := flags[graphRunFlag]; graphRun && m.Field != "Task" {
+		// A graph file's budget, nodes and edges cannot be left out
+		// (maxTokens and maxIterations are required; an edge without
+		// maxTraversals takes the default), so the way on is the file
+		// that started the run.
+		at := ""
+		if m.Pointer != "" {
+			at = " (at " + m.Pointer + ")"
+		}
+		return usage("%s%s is %s but the run's journal holds %s: a resumed run keeps its budget and topology; resume with the graph file that started the run", name, at, given, journaled)
 	}
 	return usage("%s %s differs from the run's journal, which holds %s: a resumed run keeps its task and budget; omit %s to continue with the journaled value", name, given, journaled, name)
 }
@@ -132,4 +144,30 @@ func microDollars(s string) string {
 		return s
 	}
 	return fmt.Sprintf("$%s", strconv.FormatFloat(float64(n)/1e6, 'f', -1, 64))
+}
+
+// maxFlagUSD is the largest dollar amount a dollar flag takes: the
+// ledger holds dollars as micro-dollars, at most 2^53-1 of them.
+const maxFlagUSD = 9007199254740991 / 1e6
+
+// dollarFlag is one dollar flag's name and value.
+type dollarFlag struct {
+	name  string
+	value float64
+}
+
+// usdFlag names one dollar flag's value for dollarFlags.
+func usdFlag(name string, value float64) dollarFlag { return dollarFlag{name, value} }
+
+// dollarFlags refuses a dollar flag that is not a finite amount the
+// ledger can hold: NaN (which compares false against every bound and so
+// would silently drop the cap), ±Inf, or more than maxFlagUSD. Negative
+// amounts are left to the callers' own checks.
+func dollarFlags(flags ...dollarFlag) error {
+	for _, f := range flags {
+		if math.IsNaN(f.value) || math.IsInf(f.value, 0) || f.value > maxFlagUSD {
+			return usage("%s %v is not a dollar amount: give a finite number of dollars from 0 to %.6f", f.name, f.value, maxFlagUSD)
+		}
+	}
+	return nil
 }

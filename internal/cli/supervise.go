@@ -148,6 +148,9 @@ none or its journal lost part of it, 2 on usage errors.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			if err := dollarFlags(usdFlag("--budget-usd", budgetUSD), usdFlag("--worker-usd", workerUSD)); err != nil {
+				return err
+			}
 			switch {
 			case strings.TrimSpace(task) == "" && !resume:
 				return usage("--task is required")
@@ -167,6 +170,8 @@ none or its journal lost part of it, 2 on usage errors.`,
 				return usage("--resume needs the run to continue: its --run-dir, or its --run-id in the --workspace")
 			case managerScript != "" && providerName != "scripted":
 				return usage("--manager-script applies to --provider scripted only")
+			case maxTurns < 0:
+				return usage("--max-turns cannot be negative (0: the kernel's backstop)")
 			case driverAttempts < 0:
 				return usage("--driver-attempts cannot be negative")
 			case workerRetry < 0:

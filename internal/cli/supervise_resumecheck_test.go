@@ -135,7 +135,7 @@ func TestGraphResumeKeepsTheJournaledTaskAndBudget(t *testing.T) {
 	}
 
 	if out, errOut, code := run(t, "", append([]string{"graph", richer, "--resume"}, rest...)...); code != 2 ||
-		!strings.Contains(errOut, "the graph's budget.tokens is 9000 but the run's journal holds 5000") {
+		!strings.Contains(errOut, "the graph's budget.tokens (at /budget/tokens) is 9000 but the run's journal holds 5000") {
 		t.Errorf("--resume with a richer graph budget: exit %d, want 2\n%s%s", code, out, errOut)
 	}
 	if out, errOut, code := run(t, "", append([]string{"graph", graphFile, "--resume", "--task", "Break the build."}, rest...)...); code != 2 ||
