@@ -92,7 +92,9 @@ func readBounded(path string, limit int64) ([]byte, error) {
 // MaxCancelRequestsBytes is a *ControlFileError.
 func readCancelRequestsFrom(runDir string, off int64, tail bool) ([]CancelRequest, int64, error) {
 	path := filepath.Join(runDir, CancelRequestsFile)
-	f, err := os.Open(path)
+	// Not blocking: a FIFO here is refused, not waited on (that would
+	// hold the control scan, and the run's end, for ever).
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, off, nil
 	}
@@ -103,6 +105,9 @@ func readCancelRequestsFrom(runDir string, off int64, tail bool) ([]CancelReques
 	st, err := f.Stat()
 	if err != nil {
 		return nil, off, fmt.Errorf("supervise: reading cancellation requests: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, off, &ControlFileError{Path: path, Limit: MaxCancelRequestsBytes, Err: fmt.Errorf("%w (%s)", errNotRegular, st.Mode().Type())}
 	}
 	size := st.Size()
 	if size > MaxCancelRequestsBytes {

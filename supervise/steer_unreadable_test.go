@@ -116,3 +116,25 @@ func TestUnreadableSteerRequestAnsweredOnceBehaviour48(t *testing.T) {
 		})
 	}
 }
+
+// Behaviours 48 and 49: a FIFO in place of the cancellation requests
+// log (cancellations/requests.ndjson) does not block the control scan:
+// steers written after it are still answered.
+func TestCancelRequestsFIFODoesNotBlockTheScanBehaviour49(t *testing.T) {
+	run := startLiveRun(t, newInboxExecutor(), 0, "long")
+	path := filepath.Join(run.dir, supervise.CancelRequestsFile)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * supervise.ControlScanInterval)
+	if _, err := supervise.WriteWorkerSteer(context.Background(), run.dir, "long", supervise.WorkerSteer{OperationID: "op-after", Message: "focus"}); err != nil {
+		t.Fatal(err)
+	}
+	if ack := answered(t, run.dir, "op-after"); ack.Effect != supervise.SteerDelivered {
+		t.Errorf("the steer was answered %q (%s); want delivered", ack.Effect, ack.Detail)
+	}
+	run.finish(t)
+}
