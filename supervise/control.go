@@ -292,6 +292,11 @@ func ReadSteerAck(ctx context.Context, runDir, operationID string) (*SteerAck, e
 	if err != nil {
 		return nil, fmt.Errorf("supervise: reading steer ack %s: %w", operationID, err)
 	}
+	if ack.OperationID == "" {
+		// The refusal of a request that did not read names no operation:
+		// its file, named by the operation's hash, is this one's.
+		ack.OperationID = operationID
+	}
 	return &ack, nil
 }
 

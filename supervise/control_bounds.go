@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 const (
@@ -46,13 +47,26 @@ func (e *ControlFileError) Error() string {
 // Unwrap returns why a damaged file does not decode.
 func (e *ControlFileError) Unwrap() error { return e.Err }
 
-// readBounded reads the file at path, refusing one over limit bytes.
+// errNotRegular: a control file that is not a regular file (a FIFO, a
+// device, a directory) is never read: reading a FIFO no one writes
+// would wait for ever.
+var errNotRegular = errors.New("not a regular file")
+
+// readBounded reads the file at path, refusing one over limit bytes and
+// one that is not a regular file (a *ControlFileError either way). It
+// opens without blocking (O_NONBLOCK), so a FIFO at path is refused, not
+// waited on.
 func readBounded(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err != nil {
+		return nil, err
+	} else if !st.Mode().IsRegular() {
+		return nil, &ControlFileError{Path: path, Limit: limit, Err: fmt.Errorf("%w (%s)", errNotRegular, st.Mode().Type())}
+	}
 	data, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
 		return nil, err
@@ -78,7 +92,9 @@ func readBounded(path string, limit int64) ([]byte, error) {
 // MaxCancelRequestsBytes is a *ControlFileError.
 func readCancelRequestsFrom(runDir string, off int64, tail bool) ([]CancelRequest, int64, error) {
 	path := filepath.Join(runDir, CancelRequestsFile)
-	f, err := os.Open(path)
+	// Not blocking: a FIFO here is refused, not waited on (that would
+	// hold the control scan, and the run's end, for ever).
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, off, nil
 	}
@@ -89,6 +105,9 @@ func readCancelRequestsFrom(runDir string, off int64, tail bool) ([]CancelReques
 	st, err := f.Stat()
 	if err != nil {
 		return nil, off, fmt.Errorf("supervise: reading cancellation requests: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, off, &ControlFileError{Path: path, Limit: MaxCancelRequestsBytes, Err: fmt.Errorf("%w (%s)", errNotRegular, st.Mode().Type())}
 	}
 	size := st.Size()
 	if size > MaxCancelRequestsBytes {

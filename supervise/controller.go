@@ -2,6 +2,7 @@ package supervise
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -197,6 +198,26 @@ func (c *Coordinator) checkSteers(ctx context.Context) {
 		var req SteerRequest
 		if err := readJSON(filepath.Join(c.ctl.dir, SteerRequestsDir, name), &req); err != nil {
 			c.logger.Warn("supervise: an unreadable steer request", "file", name, "err", err)
+			var bad *ControlFileError
+			if !errors.As(err, &bad) {
+				continue // perhaps passing (a read error): the next scan tries again
+			}
+			// A request that will never read (damaged, oversized, not a
+			// regular file) is refused once, saying why, so whoever
+			// waits on it learns its fate and later scans skip it.
+			// Its operation id is unread: the file's name is its hash.
+			// When it was asked is when the file was written.
+			now := c.now().UnixMilli()
+			at := now
+			if fi, err := os.Lstat(filepath.Join(c.ctl.dir, SteerRequestsDir, name)); err == nil {
+				at = fi.ModTime().UnixMilli()
+			}
+			if _, err := writeExclusive(ackPath, SteerAck{Effect: SteerRefused, RequestedAt: at, ObservedAt: now,
+				Detail: "an unreadable request: " + err.Error()}); err != nil {
+				c.logger.Warn("supervise: refusing an unreadable steer request", "file", name, "err", err)
+				continue
+			}
+			c.ctl.steersAcked[name] = true
 			continue
 		}
 		ack := SteerAck{OperationID: req.OperationID, RequestDigest: req.RequestDigest, Worker: req.Worker, Effect: SteerUnknown,
