@@ -6,9 +6,9 @@ import (
 	"errors"
 	"io"
 	"iter"
-	"os"
 
 	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/internal/regularfile"
 )
 
 // Entry is one record read back from a journal.
@@ -44,7 +44,7 @@ func Read(ctx context.Context, path string, from int64, opts Options) iter.Seq2[
 			yield(Entry{}, err)
 			return
 		}
-		f, err := os.Open(path)
+		f, _, err := regularfile.Open(path)
 		if err != nil {
 			yield(Entry{}, err)
 			return

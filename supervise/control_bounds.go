@@ -9,7 +9,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
+
+	"github.com/agentrt/agentrt/internal/regularfile"
 )
 
 const (
@@ -47,26 +48,15 @@ func (e *ControlFileError) Error() string {
 // Unwrap returns why a damaged file does not decode.
 func (e *ControlFileError) Unwrap() error { return e.Err }
 
-// errNotRegular: a control file that is not a regular file (a FIFO, a
-// device, a directory) is never read: reading a FIFO no one writes
-// would wait for ever.
-var errNotRegular = errors.New("not a regular file")
-
 // readBounded reads the file at path, refusing one over limit bytes and
-// one that is not a regular file (a *ControlFileError either way). It
-// opens without blocking (O_NONBLOCK), so a FIFO at path is refused, not
-// waited on.
+// one that is not a regular file (a *ControlFileError either way; a FIFO
+// is refused, not waited on: regularfile.Open).
 func readBounded(path string, limit int64) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, _, err := openControl(path, limit)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err != nil {
-		return nil, err
-	} else if !st.Mode().IsRegular() {
-		return nil, &ControlFileError{Path: path, Limit: limit, Err: fmt.Errorf("%w (%s)", errNotRegular, st.Mode().Type())}
-	}
 	data, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
 		return nil, err
@@ -92,23 +82,19 @@ func readBounded(path string, limit int64) ([]byte, error) {
 // MaxCancelRequestsBytes is a *ControlFileError.
 func readCancelRequestsFrom(runDir string, off int64, tail bool) ([]CancelRequest, int64, error) {
 	path := filepath.Join(runDir, CancelRequestsFile)
-	// Not blocking: a FIFO here is refused, not waited on (that would
-	// hold the control scan, and the run's end, for ever).
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	// A FIFO here is refused, not waited on (that would hold the
+	// control scan, and the run's end, for ever).
+	f, st, err := openControl(path, MaxCancelRequestsBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, off, nil
 	}
 	if err != nil {
+		if _, bad := errors.AsType[*ControlFileError](err); bad {
+			return nil, off, err
+		}
 		return nil, off, fmt.Errorf("supervise: reading cancellation requests: %w", err)
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, off, fmt.Errorf("supervise: reading cancellation requests: %w", err)
-	}
-	if !st.Mode().IsRegular() {
-		return nil, off, &ControlFileError{Path: path, Limit: MaxCancelRequestsBytes, Err: fmt.Errorf("%w (%s)", errNotRegular, st.Mode().Type())}
-	}
 	size := st.Size()
 	if size > MaxCancelRequestsBytes {
 		return nil, off, &ControlFileError{Path: path, Size: size, Limit: MaxCancelRequestsBytes}
@@ -148,4 +134,14 @@ func parseCancelLines(data []byte, tail bool) (out []CancelRequest, end int) {
 func cancelLineBytes(req CancelRequest) int {
 	data, _ := json.Marshal(req)
 	return len(data) + 2
+}
+
+// openControl opens the control file at path through regularfile.Open:
+// one that is not a regular file is a *ControlFileError.
+func openControl(path string, limit int64) (*os.File, fs.FileInfo, error) {
+	f, st, err := regularfile.Open(path)
+	if _, odd := errors.AsType[*regularfile.NotRegularError](err); odd {
+		return nil, nil, &ControlFileError{Path: path, Limit: limit, Err: err}
+	}
+	return f, st, err
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/internal/regularfile"
 	"github.com/agentrt/agentrt/journal"
 	"github.com/agentrt/agentrt/ledger"
 )
@@ -145,7 +146,7 @@ func ReadRunState(ctx context.Context, dir string) (RunState, error) {
 		return RunState{}, err
 	}
 	path := filepath.Join(dir, StateFile)
-	f, err := os.Open(path)
+	f, _, err := regularfile.Open(path)
 	if err != nil {
 		return RunState{}, err
 	}

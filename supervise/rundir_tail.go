@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/internal/regularfile"
 	"github.com/agentrt/agentrt/journal"
 )
 
@@ -66,7 +67,7 @@ func (t *RunDirTail) Skipped() int { return t.skipped }
 // the new journal's from its start. A missing journal is an error
 // matching fs.ErrNotExist; ctx bounds the read.
 func (t *RunDirTail) Next(ctx context.Context) (recs []Record, restarted bool, err error) {
-	f, err := os.Open(t.path)
+	f, _, err := regularfile.Open(t.path)
 	if err != nil {
 		return nil, false, err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/internal/regularfile"
 	"github.com/agentrt/agentrt/journal"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/ledger"
@@ -883,7 +884,7 @@ func (l *runLog) readBlob(ref string) (canonjson.Value, error) {
 // MaxResultBlobBytes before reading it (and one that grew past it while
 // it was read) with a *BlobError.
 func readBlobFile(ref, path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, _, err := regularfile.Open(path)
 	if err != nil {
 		return nil, err
 	}

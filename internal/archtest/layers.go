@@ -16,6 +16,8 @@ var layers = map[string]int{
 	"internal/termsafe":    0,
 	// ctxsleep imports only the standard library.
 	"internal/ctxsleep": 0,
+	// regularfile imports only the standard library.
+	"internal/regularfile": 0,
 
 	"harness":    1,
 	"profile":    1,
