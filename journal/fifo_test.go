@@ -1,0 +1,44 @@
+//go:build unix
+
+package journal_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentrt/agentrt/internal/regularfile"
+	"github.com/agentrt/agentrt/journal"
+)
+
+// A FIFO in a journal's place (no one writing it) is refused at once
+// with *regularfile.NotRegularError: a resume reading it never blocks.
+func TestReadRefusesAFIFO(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "spawn-journal.jsonl")
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		var first error
+		for _, err := range journal.Read(ctx, path, 0, journal.Options{}) {
+			first = err
+			break
+		}
+		done <- first
+	}()
+	select {
+	case err := <-done:
+		var nr *regularfile.NotRegularError
+		if !errors.As(err, &nr) {
+			t.Errorf("Read of a FIFO: %v, want *regularfile.NotRegularError", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("Read of a FIFO blocked")
+	}
+}
