@@ -507,8 +507,8 @@ func steerInput(steers []SteerMessage) string {
 // SpendOf converts observed usage to a ledger spend of one iteration:
 // tokens are input plus output when both are known (when only a floor
 // is, TokensFloor is what was reported), dollars when the
-// cost is known (rounded up to the micro-dollar); anything unknown stays
-// nil.
+// cost is known (rounded up to the micro-dollar) and at most
+// ledger.MaxQuantity micro-dollars; anything unknown stays nil.
 func SpendOf(u ledger.Usage) ledger.Spend {
 	one := int64(1)
 	s := ledger.Spend{Iterations: &one}
@@ -520,9 +520,15 @@ func SpendOf(u ledger.Usage) ledger.Spend {
 		f := max(u.InputTokens.Value, 0) + max(u.OutputTokens.Value, 0)
 		s.TokensFloor = &f
 	}
-	if u.CostUSD.Known() {
-		micro := int64(math.Ceil(u.CostUSD.Value * 1e6))
-		s.MicroUSD = &micro
+	// Dollars past ledger.MaxQuantity micro-dollars (a router's receipt
+	// of 1e13 dollars, or a huge exponent) are no known spend: converted,
+	// they would overflow int64 into a negative amount, or be a known
+	// total the pool itself refuses as invalid.
+	if u.CostUSD.Known() && u.CostUSD.Value >= 0 {
+		if m := math.Ceil(u.CostUSD.Value * 1e6); m <= float64(ledger.MaxQuantity) {
+			micro := int64(m)
+			s.MicroUSD = &micro
+		}
 	}
 	return s
 }
