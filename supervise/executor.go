@@ -445,6 +445,14 @@ func (e *KernelExecutor) runTurns(ctx context.Context, w Work, maxSteer int, p t
 				return WorkResult{Spent: zeroSpend()}, rerr
 			}
 		}
+		if turn == 0 && err != nil && refusedUnadmitted(err) {
+			// The provider refused the run before it admitted anything
+			// (the kernel's own rule: it records the run's usage as zero):
+			// nothing ran, nothing was spent — not even an iteration —
+			// so a pre-spawn refusal may be retried (Options.WorkerRetry).
+			w.Inbox.Seal(ctx)
+			return WorkResult{Spent: zeroSpend()}, fmt.Errorf("supervise: worker %s: %w", w.Node, err)
+		}
 		if res == nil {
 			if err == nil {
 				err = errors.New("supervise: the kernel returned no result")
@@ -489,6 +497,14 @@ func (e *KernelExecutor) runTurns(ctx context.Context, w Work, maxSteer int, p t
 		commit()
 		task = steerInput(steers)
 	}
+}
+
+// refusedUnadmitted reports whether err is a provider's quota refusal
+// issued before it admitted anything (contract.QuotaRefusalError without
+// a Run), which the kernel records as a run that spent nothing.
+func refusedUnadmitted(err error) bool {
+	q, ok := errors.AsType[*contract.QuotaRefusalError](err)
+	return ok && q.Run == nil
 }
 
 // steerInput is the turn input of the steers a worker's turn takes: each

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/ledger"
+	"github.com/agentrt/agentrt/providers/scripted"
 	"github.com/agentrt/agentrt/supervise"
 )
 
@@ -231,5 +234,56 @@ func TestWorkerRetryManagerReturnsDuringBackoff(t *testing.T) {
 	}
 	if n := res.Tree[0]; n.State != supervise.StateCancelled || exec.count(n.ID) != 1 {
 		t.Errorf("worker %s after %d attempts; want cancelled after 1", n.State, exec.count(n.ID))
+	}
+}
+
+// refusingBox is a real provider whose first `refusals` Creates are
+// refused with the container pool's admission deadline (no box exists,
+// nothing ran), then creates its environments.
+type refusingBox struct {
+	contract.Provider
+	refusals int32
+	creates  *atomic.Int32
+}
+
+func (p refusingBox) Create(ctx context.Context, in *contract.CreateInput) (contract.Environment, error) {
+	if p.creates.Add(1) <= p.refusals {
+		// Typed as the contract's refusal before anything was admitted
+		// (no Run), carrying the pool's admission-deadline message.
+		return nil, &contract.QuotaRefusalError{Provider: "pool", Message: "container-pool: acquire timeout after 50ms (in_flight=2/2)"}
+	}
+	return p.Provider.Create(ctx, in)
+}
+
+// §3.6 workerRetry through the executor the CLI runs every worker on:
+// KernelExecutor binds the worker's execution id before the kernel run
+// exists (so a cut process leaves it recoverable), then its provider's
+// container pool refuses the box before anything ran. Binding an id is
+// not an execution event: the worker is started again and delivers,
+// charged its one real turn.
+func TestWorkerRetryKernelExecutorBoxRefused(t *testing.T) {
+	s, err := scripted.ParseScript([]byte(`{"turns": [{"repeat": true, "steps": [{"text": "DONE"},
+	  {"usage": {"inputTokens": 3, "outputTokens": 4, "cost": 0.000001}, "mode": "delta"}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var creates atomic.Int32
+	exec := &supervise.KernelExecutor{Provider: refusingBox{Provider: scripted.New(s, scripted.Options{}), refusals: 1, creates: &creates}, Store: newStore(t)}
+	o := baseOptions(t, exec, nil)
+	o.RunDir, o.Brain = t.TempDir(), oneWorker(t)
+	o.WorkerRetry = supervise.WorkerRetry{MaxAttempts: 3, InitialBackoff: time.Millisecond}
+	res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker, supervise.VerbAwaitEvent), "t", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := res.Tree[0]
+	if n.State != supervise.StateDone || creates.Load() != 2 {
+		t.Fatalf("worker %s (reason %q) after %d box requests; want done after 2 (one refused, one retried)", n.State, n.Reason, creates.Load())
+	}
+	if res.Spent.Tokens != 7 || !res.Spent.TokensKnown {
+		t.Errorf("run spent %d tokens (known %v), want 7, known: the refused attempt spent nothing", res.Spent.Tokens, res.Spent.TokensKnown)
+	}
+	if got := countKind(t, o.RunDir, supervise.KindWorkerRetry); got != 1 {
+		t.Errorf("%d worker-retry records, want 1", got)
 	}
 }
