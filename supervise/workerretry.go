@@ -204,8 +204,10 @@ func checkWorkerRetry(o *Options) []error {
 	return errs
 }
 
-// spentNothing reports whether s is known and zero on every channel.
-func spentNothing(s ledger.Spend) bool {
+// spentNothing reports whether s is known and zero on every channel,
+// each resource reserved included: a reserved resource s does not report
+// may have been used (the pool charges it as unknown).
+func spentNothing(s ledger.Spend, reserved ledger.Budget) bool {
 	zero := func(p *int64) bool { return p != nil && *p == 0 }
 	if !zero(s.Tokens) || !zero(s.Iterations) || !zero(s.MicroUSD) {
 		return false
@@ -215,6 +217,11 @@ func spentNothing(s ledger.Spend) bool {
 	}
 	for _, v := range s.Resources {
 		if !zero(v) {
+			return false
+		}
+	}
+	for name := range reserved.Resources {
+		if !zero(s.Resources[name]) {
 			return false
 		}
 	}
@@ -242,7 +249,7 @@ func (c *Coordinator) executeRetrying(ctx context.Context, exec Executor, w Work
 		wa := w
 		wa.Observer = ran
 		res, err := c.execute(ctx, exec, wa)
-		if err == nil || attempt >= r.MaxAttempts || ctx.Err() != nil || ran.ran.Load() || !spentNothing(res.Spent) ||
+		if err == nil || attempt >= r.MaxAttempts || ctx.Err() != nil || ran.ran.Load() || !spentNothing(res.Spent, w.Reserved) ||
 			!IsPreSpawnRefusal(err, r.PreSpawn...) {
 			return res, err
 		}

@@ -287,3 +287,37 @@ func TestWorkerRetryKernelExecutorBoxRefused(t *testing.T) {
 		t.Errorf("%d worker-retry records, want 1", got)
 	}
 }
+
+// §3.6 workerRetry proof 2, §6 resources: an attempt is "spent known
+// zero" only on every channel its reservation holds — a caller-measured
+// resource (GPU seconds) it did not report may have been used, so it is
+// not retried; one it reported as 0 is.
+func TestWorkerRetryUnreportedResourceIsNotNothing(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		refusedSpent ledger.Spend
+		wantAttempts int
+		wantState    supervise.State
+	}{
+		{"the reserved resource unreported", zeroSpend, 1, supervise.StateFailed},
+		{"the reserved resource reported 0", ledger.Spend{Tokens: i64(0), Iterations: i64(0), MicroUSD: i64(0), Resources: map[string]*int64{"gpu-s": i64(0)}},
+			2, supervise.StateDone},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			exec := &refusingExec{refusals: 1, err: func() error { return errors.New(acquireTimeout) }, refusedSpent: tc.refusedSpent}
+			o := baseOptions(t, exec, nil)
+			o.Budget.Resources = map[string]int64{"gpu-s": 100}
+			o.PerWorker.Resources = map[string]int64{"gpu-s": 10}
+			o.RunDir, o.Brain = t.TempDir(), oneWorker(t)
+			o.WorkerRetry = supervise.WorkerRetry{MaxAttempts: 3, InitialBackoff: time.Millisecond}
+			res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker, supervise.VerbAwaitEvent), "t", o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := res.Tree[0]
+			if got := exec.count(n.ID); got != tc.wantAttempts || n.State != tc.wantState {
+				t.Errorf("attempts %d, state %s (reason %q); want %d, %s", got, n.State, n.Reason, tc.wantAttempts, tc.wantState)
+			}
+		})
+	}
+}
