@@ -3,16 +3,20 @@ package supervise_test
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/providers/scripted"
+	"github.com/agentrt/agentrt/store"
+	"github.com/agentrt/agentrt/store/sqlite"
 	"github.com/agentrt/agentrt/supervise"
 )
 
@@ -319,5 +323,49 @@ func TestWorkerRetryUnreportedResourceIsNotNothing(t *testing.T) {
 				t.Errorf("attempts %d, state %s (reason %q); want %d, %s", got, n.State, n.Reason, tc.wantAttempts, tc.wantState)
 			}
 		})
+	}
+}
+
+// failOn is a real store whose appends holding word fail (written
+// nothing), every other append passing through.
+type failOn struct {
+	store.Store
+	word string
+}
+
+func (s *failOn) AppendEvents(ctx context.Context, f store.Fence, events []store.NewEvent) ([]store.Event, error) {
+	for _, e := range events {
+		if strings.Contains(string(canonjson.Marshal(e.Body)), s.word) {
+			return nil, errors.New("failOn: the journal refused the append")
+		}
+	}
+	return s.Store.AppendEvents(ctx, f, events)
+}
+
+// §3.6 workerRetry: a retry the journal cannot hold is not started — a
+// resume could not tell it happened — so the worker settles failed with
+// its own refusal after one attempt, its settlement journaled, and the
+// run goes on.
+func TestWorkerRetryJournalAppendFails(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "runs.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	exec := &refusingExec{refusals: 1, err: func() error { return errors.New(acquireTimeout) }, refusedSpent: zeroSpend}
+	o := baseOptions(t, exec, nil)
+	o.Brain, o.SpawnStore, o.RunID = oneWorker(t), &failOn{Store: st, word: supervise.KindWorkerRetry}, "wr-journal"
+	o.WorkerRetry = supervise.WorkerRetry{MaxAttempts: 3, InitialBackoff: time.Millisecond}
+	res, err := supervise.Supervise(ctx, managerProfile(t, supervise.VerbSpawnWorker, supervise.VerbAwaitEvent), "t", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := res.Tree[0]
+	if got := exec.count(n.ID); got != 1 || n.State != supervise.StateFailed || !strings.Contains(n.Reason, "acquire timeout") {
+		t.Errorf("attempts %d, state %s (reason %q); want 1, failed with the refusal", got, n.State, n.Reason)
+	}
+	if n.Settlement == nil || n.Settlement.Spent.Tokens == nil || *n.Settlement.Spent.Tokens != 0 {
+		t.Errorf("settlement %+v; want known 0 tokens", n.Settlement)
 	}
 }
