@@ -197,6 +197,10 @@ func TestWorkerRetry(t *testing.T) {
 			if res.Spent.Tokens != tc.wantTokens || res.Spent.TokensKnown != tc.wantKnown {
 				t.Errorf("run spent %d tokens (known %v), want %d (known %v)", res.Spent.Tokens, res.Spent.TokensKnown, tc.wantTokens, tc.wantKnown)
 			}
+			// One settlement for the worker, however many attempts.
+			if got := countKind(t, o.RunDir, supervise.KindSettled); got != 1 {
+				t.Errorf("%d %s records, want 1", got, supervise.KindSettled)
+			}
 			// The journal holds one worker-retry record per re-entry.
 			if got := countKind(t, o.RunDir, supervise.KindWorkerRetry); got != len(tc.wantHook) {
 				t.Errorf("%d %s records, want %d", got, supervise.KindWorkerRetry, len(tc.wantHook))
