@@ -605,15 +605,17 @@
 // pre-spawn refusal (IsPreSpawnRefusal: a *NotStartedError, a bridge's
 // or container pool's "acquire timeout after Nms", or a
 // WorkerRetry.PreSpawn signature) not terminal by ClassifyDriverFailure,
-// and it bound no execution and reported a spend known and zero on
-// every channel. That is narrower than the driver's transient class on
+// and it yielded no execution event (no turn started or event streamed
+// on its Observer; binding an execution id is not one) and reported a
+// spend known and zero on every channel. That is narrower than the driver's transient class on
 // purpose: a re-run of an attempt that may have metered would spend
 // twice. The wait doubles from InitialBackoff to MaxBackoff, within
 // MaxAttempts, MaxTotal and the run's deadline (a wait that would end
 // past it is not started); the worker then settles with its last
 // attempt's error and spend. Each re-entry is journaled
 // (KindWorkerRetry; replay passes it over, so a run cut between attempts
-// resumes with the worker in doubt, as any unbound spawn) and passed to
+// resumes as any spawn without a settlement: recovered from its bound
+// execution when the executor can, else in doubt) and passed to
 // Options.OnWorkerRetry, bounded by ObserverGrace, its panic logged.
 //
 // Nested managers. A worker whose profile declares coordination verbs

@@ -469,6 +469,14 @@ func (e *KernelExecutor) runTurns(ctx context.Context, w Work, maxSteer int, p t
 				return WorkResult{Spent: zeroSpend()}, rerr
 			}
 		}
+		if turn == 0 && err != nil && refusedUnadmitted(err) {
+			// The provider refused the run before it admitted anything
+			// (the kernel's own rule: it records the run's usage as zero):
+			// nothing ran, nothing was spent — not even an iteration —
+			// so a pre-spawn refusal may be retried (Options.WorkerRetry).
+			w.Inbox.Seal(ctx)
+			return WorkResult{Spent: zeroSpend()}, fmt.Errorf("supervise: worker %s: %w", w.Node, err)
+		}
 		if res == nil {
 			if err == nil {
 				err = errors.New("supervise: the kernel returned no result")
@@ -515,6 +523,14 @@ func (e *KernelExecutor) runTurns(ctx context.Context, w Work, maxSteer int, p t
 	}
 }
 
+// refusedUnadmitted reports whether err is a provider's quota refusal
+// issued before it admitted anything (contract.QuotaRefusalError without
+// a Run), which the kernel records as a run that spent nothing.
+func refusedUnadmitted(err error) bool {
+	q, ok := errors.AsType[*contract.QuotaRefusalError](err)
+	return ok && q.Run == nil
+}
+
 // steerInput is the turn input of the steers a worker's turn takes: each
 // message, in order, separated by a blank line.
 func steerInput(steers []SteerMessage) string {
@@ -531,8 +547,8 @@ func steerInput(steers []SteerMessage) string {
 // SpendOf converts observed usage to a ledger spend of one iteration:
 // tokens are input plus output when both are known (when only a floor
 // is, TokensFloor is what was reported), dollars when the
-// cost is known (rounded up to the micro-dollar); anything unknown stays
-// nil.
+// cost is known (rounded up to the micro-dollar) and at most
+// ledger.MaxQuantity micro-dollars; anything unknown stays nil.
 func SpendOf(u ledger.Usage) ledger.Spend {
 	one := int64(1)
 	s := ledger.Spend{Iterations: &one}
@@ -544,9 +560,15 @@ func SpendOf(u ledger.Usage) ledger.Spend {
 		f := max(u.InputTokens.Value, 0) + max(u.OutputTokens.Value, 0)
 		s.TokensFloor = &f
 	}
-	if u.CostUSD.Known() {
-		micro := int64(math.Ceil(u.CostUSD.Value * 1e6))
-		s.MicroUSD = &micro
+	// Dollars past ledger.MaxQuantity micro-dollars (a router's receipt
+	// of 1e13 dollars, or a huge exponent) are no known spend: converted,
+	// they would overflow int64 into a negative amount, or be a known
+	// total the pool itself refuses as invalid.
+	if u.CostUSD.Known() && u.CostUSD.Value >= 0 {
+		if m := math.Ceil(u.CostUSD.Value * 1e6); m <= float64(ledger.MaxQuantity) {
+			micro := int64(m)
+			s.MicroUSD = &micro
+		}
 	}
 	return s
 }

@@ -845,11 +845,11 @@ func (s *Scope) Settle(id NodeID, r Result) (Settlement, error) {
 		// Its subtree's sum would hide it: refused here, as the pool
 		// refuses any other node's.
 		invalid = fmt.Errorf("%w: %s settled a negative quantity", ledger.ErrInvalid, id)
-		spent = dropNegative(spent)
+		spent = dropInvalid(spent)
 	}
 	settleErr := errors.Join(invalid, s.settleTicketLocked(n, spent, true))
 	if settleErr != nil {
-		spent = dropNegative(spent)
+		spent = dropInvalid(spent)
 	}
 	s.settled++
 	st := Settlement{Node: id, Seq: n.Seq, Order: s.settled, State: r.State, Spent: spent, Reason: r.Reason,
@@ -1043,9 +1043,11 @@ func negative(sp ledger.Spend) bool {
 	return false
 }
 
-func dropNegative(sp ledger.Spend) ledger.Spend {
+// dropInvalid is sp without the quantities the pool refuses (negative,
+// or past ledger.MaxQuantity): unknown, as the pool charges them.
+func dropInvalid(sp ledger.Spend) ledger.Spend {
 	neg := func(v *int64) *int64 {
-		if v != nil && *v < 0 {
+		if v != nil && (*v < 0 || *v > ledger.MaxQuantity) {
 			return nil
 		}
 		return v

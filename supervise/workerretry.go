@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/ledger"
 )
 
@@ -51,9 +53,14 @@ const KindWorkerRetry = "worker-retry"
 //     scoped-host-executor and container-pool) or one of PreSpawn. The
 //     error must not be terminal by ClassifyDriverFailure either (a
 //     cancellation, a stop, a lost lease or journal is never retried).
-//  2. The attempt bound no execution (Work.Bind was not called) and
-//     reported a spend that is known and zero on every channel. An
-//     attempt whose spend is unknown may have metered: it settles.
+//  2. The attempt yielded no execution event (its Work.Observer saw no
+//     turn start, event or turn end) and reported a spend that is known
+//     and zero on every channel. An attempt whose spend is unknown may
+//     have metered: it settles. Binding an execution id (Work.Bind) is
+//     not an event: KernelExecutor and fleet.Executor journal the id
+//     before anything exists, and KernelExecutor reports a run its
+//     provider refused before admitting anything (a
+//     contract.QuotaRefusalError without a Run) as spending nothing.
 //
 // A retried attempt therefore spent nothing, and the worker's settlement
 // charges the last attempt's spend in full, against the same
@@ -197,8 +204,10 @@ func checkWorkerRetry(o *Options) []error {
 	return errs
 }
 
-// spentNothing reports whether s is known and zero on every channel.
-func spentNothing(s ledger.Spend) bool {
+// spentNothing reports whether s is known and zero on every channel,
+// each resource reserved included: a reserved resource s does not report
+// may have been used (the pool charges it as unknown).
+func spentNothing(s ledger.Spend, reserved ledger.Budget) bool {
 	zero := func(p *int64) bool { return p != nil && *p == 0 }
 	if !zero(s.Tokens) || !zero(s.Iterations) || !zero(s.MicroUSD) {
 		return false
@@ -208,6 +217,11 @@ func spentNothing(s ledger.Spend) bool {
 	}
 	for _, v := range s.Resources {
 		if !zero(v) {
+			return false
+		}
+	}
+	for name := range reserved.Resources {
+		if !zero(s.Resources[name]) {
 			return false
 		}
 	}
@@ -227,17 +241,15 @@ func (c *Coordinator) executeRetrying(ctx context.Context, exec Executor, w Work
 	}
 	first := time.Now()
 	for attempt := 1; ; attempt++ {
-		var bound atomic.Bool
+		// Proof 2's witness: a turn started or an event streamed on this
+		// attempt. Binding an execution id is not one: KernelExecutor and
+		// fleet.Executor journal the id before anything exists, so that a
+		// cut process leaves it recoverable.
+		ran := &attemptObserver{passObserver: passObserver{w.Observer}}
 		wa := w
-		if w.Bind != nil {
-			bind := w.Bind
-			wa.Bind = func(ctx context.Context, execution string) error {
-				bound.Store(true)
-				return bind(ctx, execution)
-			}
-		}
+		wa.Observer = ran
 		res, err := c.execute(ctx, exec, wa)
-		if err == nil || attempt >= r.MaxAttempts || ctx.Err() != nil || bound.Load() || !spentNothing(res.Spent) ||
+		if err == nil || attempt >= r.MaxAttempts || ctx.Err() != nil || ran.ran.Load() || !spentNothing(res.Spent, w.Reserved) ||
 			!IsPreSpawnRefusal(err, r.PreSpawn...) {
 			return res, err
 		}
@@ -274,6 +286,32 @@ func (c *Coordinator) executeRetrying(ctx context.Context, exec Executor, w Work
 			return res, err
 		}
 	}
+}
+
+// attemptObserver is one worker attempt's kernel.Observer: it passes
+// every hook on and records whether the attempt started a turn or
+// streamed anything (an execution event, which may have metered).
+type attemptObserver struct {
+	passObserver
+	ran atomic.Bool
+}
+
+// TurnStarted implements kernel.Observer.
+func (o *attemptObserver) TurnStarted(ctx context.Context, t kernel.TurnStart) (context.Context, error) {
+	o.ran.Store(true)
+	return o.passObserver.TurnStarted(ctx, t)
+}
+
+// Event implements kernel.Observer.
+func (o *attemptObserver) Event(ctx context.Context, e contract.EnvironmentEvent) error {
+	o.ran.Store(true)
+	return o.passObserver.Event(ctx, e)
+}
+
+// TurnEnded implements kernel.Observer.
+func (o *attemptObserver) TurnEnded(ctx context.Context, t kernel.TurnEnd) error {
+	o.ran.Store(true)
+	return o.passObserver.TurnEnded(ctx, t)
 }
 
 // notifyWorkerRetry passes a to the run's OnWorkerRetry, bounded by

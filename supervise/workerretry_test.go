@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/internal/pgtest"
 	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/store"
@@ -37,6 +38,7 @@ type refusingExec struct {
 	err          func() error
 	refusedSpent ledger.Spend
 	bind         bool // each attempt binds an execution before it is refused
+	event        bool // each refused attempt streams an event first (it ran)
 
 	mu       sync.Mutex
 	attempts map[supervise.NodeID]int
@@ -56,6 +58,11 @@ func (e *refusingExec) Execute(ctx context.Context, w supervise.Work) (supervise
 		}
 	}
 	if n <= e.refusals {
+		if e.event && w.Observer != nil {
+			if err := w.Observer.Event(ctx, contract.EnvironmentEvent{Type: "status"}); err != nil {
+				return supervise.WorkResult{}, err
+			}
+		}
 		return supervise.WorkResult{Spent: e.refusedSpent}, e.err()
 	}
 	return supervise.WorkResult{Text: w.Task + " DONE", Spent: ledger.Spend{Tokens: i64(10), Iterations: i64(1), MicroUSD: i64(10)}}, nil
@@ -94,7 +101,7 @@ func TestWorkerRetry(t *testing.T) {
 		refusals     int
 		err          func() error
 		refusedSpent ledger.Spend
-		bind         bool
+		bind, event  bool
 		wantAttempts int
 		wantState    supervise.State
 		wantHook     []int
@@ -126,13 +133,18 @@ func TestWorkerRetry(t *testing.T) {
 		{name: "an attempt whose spend is unknown is not retried; unknown stays unknown", retry: supervise.WorkerRetry{MaxAttempts: 3, InitialBackoff: time.Millisecond},
 			refusals: 1, err: preSpawn, refusedSpent: ledger.Spend{Iterations: i64(0), MicroUSD: i64(0)},
 			wantAttempts: 1, wantState: supervise.StateFailed, wantTokens: 1_000, wantKnown: false},
-		{name: "an attempt that bound an execution is not retried", retry: supervise.WorkerRetry{MaxAttempts: 3, InitialBackoff: time.Millisecond},
-			refusals: 1, err: preSpawn, refusedSpent: zeroSpend, bind: true,
+		{name: "an attempt that streamed an execution event is not retried", retry: supervise.WorkerRetry{MaxAttempts: 3, InitialBackoff: time.Millisecond},
+			refusals: 1, err: preSpawn, refusedSpent: zeroSpend, event: true,
 			wantAttempts: 1, wantState: supervise.StateFailed, wantKnown: true},
+		// Binding an execution id is journaling, not running: KernelExecutor
+		// and fleet.Executor bind before anything exists.
+		{name: "an attempt that bound an execution and ran nothing is retried", retry: supervise.WorkerRetry{MaxAttempts: 3, InitialBackoff: time.Millisecond},
+			refusals: 1, err: preSpawn, refusedSpent: zeroSpend, bind: true,
+			wantAttempts: 2, wantState: supervise.StateDone, wantHook: []int{1}, wantTokens: 10, wantKnown: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			exec := &refusingExec{refusals: tc.refusals, err: tc.err, refusedSpent: tc.refusedSpent, bind: tc.bind}
+			exec := &refusingExec{refusals: tc.refusals, err: tc.err, refusedSpent: tc.refusedSpent, bind: tc.bind, event: tc.event}
 			o := baseOptions(t, exec, nil)
 			o.RunDir, o.WorkerRetry, o.Brain = t.TempDir(), tc.retry, oneWorker(t)
 			var (
@@ -184,6 +196,10 @@ func TestWorkerRetry(t *testing.T) {
 			}
 			if res.Spent.Tokens != tc.wantTokens || res.Spent.TokensKnown != tc.wantKnown {
 				t.Errorf("run spent %d tokens (known %v), want %d (known %v)", res.Spent.Tokens, res.Spent.TokensKnown, tc.wantTokens, tc.wantKnown)
+			}
+			// One settlement for the worker, however many attempts.
+			if got := countKind(t, o.RunDir, supervise.KindSettled); got != 1 {
+				t.Errorf("%d %s records, want 1", got, supervise.KindSettled)
 			}
 			// The journal holds one worker-retry record per re-entry.
 			if got := countKind(t, o.RunDir, supervise.KindWorkerRetry); got != len(tc.wantHook) {

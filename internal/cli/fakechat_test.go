@@ -132,5 +132,12 @@ func (s openAIStream) usage(in, out int64) {
 		"usage": map[string]any{"prompt_tokens": in, "completion_tokens": out, "total_tokens": in + out}})
 }
 
+// usageCost is usage with the usage.cost a router such as OpenRouter
+// sends (dollars).
+func (s openAIStream) usageCost(in, out int64, cost float64) {
+	s.chunk(map[string]any{"choices": []any{},
+		"usage": map[string]any{"prompt_tokens": in, "completion_tokens": out, "total_tokens": in + out, "cost": cost}})
+}
+
 // done ends the stream.
 func (s openAIStream) done() { fmt.Fprint(s.w, "data: [DONE]\n\n") }

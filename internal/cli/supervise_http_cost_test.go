@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -28,6 +29,9 @@ type costEndpoint struct {
 
 	// omitUsage, when set, says which answers report no usage.
 	omitUsage func(manager bool, worker string) bool
+	// cost, when set, is the usage.cost (a router's receipt, dollars)
+	// every answer that reports usage carries.
+	cost float64
 
 	mu           sync.Mutex
 	calls        int
@@ -103,7 +107,9 @@ func (e *costEndpoint) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	e.mu.Unlock()
-	if !omit {
+	if !omit && e.cost > 0 {
+		s.usageCost(in, out, e.cost)
+	} else if !omit {
 		s.usage(in, out)
 	}
 	s.done()
@@ -351,5 +357,35 @@ func TestSuperviseHTTPFailuresAreCharged(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Spec §6, §7 over a real OpenAI-compatible router that bills every
+// answer in usage.cost ($0.0015 each), the manager's turns and both
+// workers': the run's dollars are known — spentTotal.usdKnown true, no
+// dollar gap — and spentTotal.usd is exactly what the router billed.
+func TestSuperviseRouterCostEveryAnswerKnownDollars(t *testing.T) {
+	e := newCostEndpoint(t, "alpha", "beta")
+	e.cost = 0.0015
+	res, out, code := superviseOverHTTP(t, e, filepath.Join(t.TempDir(), "runs.db"), "--budget-usd", "1", "--worker-usd", "0.1")
+	if code != 0 {
+		t.Fatalf("exit %d, want 0:\n%s", code, out)
+	}
+	e.mu.Lock()
+	calls := e.calls
+	e.mu.Unlock()
+	total := member(res, "spentTotal")
+	if !member(total, "usdKnown").Bool() {
+		t.Errorf("spentTotal.usdKnown false, want true (every answer billed):\n%s", out)
+	}
+	if got, want := int64(math.Round(member(total, "usd").Float()*1e6)), int64(calls)*1500; got != want {
+		t.Errorf("spentTotal.usd %v, want %d answers x $0.0015 = %d µUSD:\n%s", member(total, "usd"), calls, want, out)
+	}
+	for _, g := range member(res, "spendGaps").Items() {
+		for _, ch := range member(g, "channels").Items() {
+			if ch.Str() == "usd" {
+				t.Errorf("a dollar spend gap %s, want none:\n%s", canonjson.Marshal(g), out)
+			}
+		}
 	}
 }
