@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
-	"math"
 	"os"
 	"slices"
 	"strings"
@@ -900,8 +899,10 @@ func spendOf(u ledger.Usage) ledger.Spend {
 	one := int64(1)
 	s.Iterations = &one
 	if u.CostUSD.Known() {
-		micro := int64(math.Ceil(u.CostUSD.Value * 1e6))
-		s.MicroUSD = &micro
+		// Dollars past ledger.MaxQuantity micro-dollars are unknown.
+		if micro, ok := ledger.SpentMicroUSD(u.CostUSD.Value); ok {
+			s.MicroUSD = &micro
+		}
 	}
 	return s
 }

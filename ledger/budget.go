@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"sync"
@@ -52,6 +53,20 @@ func (s Spend) floor() int64 {
 // reservation asking for it is refused, and a spend reporting it is
 // treated as unknown rather than trusted.
 const MaxQuantity int64 = 1<<53 - 1
+
+// SpentMicroUSD converts a reported dollar spend to the micro-dollars a
+// Spend holds, rounded up (a fraction of a micro-dollar was spent). It is
+// the one conversion of a receipt's dollars: ok is false — the dollars
+// are unknown, not some amount — for a negative, non-finite or huge
+// value, whose micro-dollars would pass MaxQuantity (or overflow int64
+// into a negative amount).
+func SpentMicroUSD(usd float64) (micro int64, ok bool) {
+	m := math.Ceil(usd * 1e6)
+	if math.IsNaN(m) || m < 0 || m > float64(MaxQuantity) {
+		return 0, false
+	}
+	return int64(m), true
+}
 
 // accountLimit bounds what a channel's reserved and committed sums may
 // reach, far below int64's range, so that no sequence of valid quantities

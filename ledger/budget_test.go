@@ -2,6 +2,7 @@ package ledger_test
 
 import (
 	"errors"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -561,4 +562,32 @@ func TestUnreportedTokensChargedAtLeastTheirFloor(t *testing.T) {
 			t.Errorf("tokens %+v, want 60 debited and unknown", b)
 		}
 	})
+}
+
+// §6 and P3: a receipt's dollars become micro-dollars rounded up; a
+// negative, non-finite or huge amount (past MaxQuantity micro-dollars,
+// which int64 conversion would wrap negative) is unknown, never a
+// wrapped or invalid known amount.
+func TestSpentMicroUSD(t *testing.T) {
+	for _, c := range []struct {
+		usd  float64
+		want int64
+		ok   bool
+	}{
+		{0, 0, true},
+		{0.0042, 4200, true},
+		{0.0000001, 1, true},
+		{9_000_000_000, 9_000_000_000_000_000, true},
+		{9007199254.740993, 0, false},
+		{1e13, 0, false},
+		{1e300, 0, false},
+		{math.Inf(1), 0, false},
+		{math.NaN(), 0, false},
+		{-0.5, 0, false},
+	} {
+		got, ok := ledger.SpentMicroUSD(c.usd)
+		if got != c.want || ok != c.ok {
+			t.Errorf("SpentMicroUSD(%v) = %d, %v; want %d, %v", c.usd, got, ok, c.want, c.ok)
+		}
+	}
 }

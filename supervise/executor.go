@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"strings"
 
 	"github.com/agentrt/agentrt/canonjson"
@@ -564,9 +563,8 @@ func SpendOf(u ledger.Usage) ledger.Spend {
 	// of 1e13 dollars, or a huge exponent) are no known spend: converted,
 	// they would overflow int64 into a negative amount, or be a known
 	// total the pool itself refuses as invalid.
-	if u.CostUSD.Known() && u.CostUSD.Value >= 0 {
-		if m := math.Ceil(u.CostUSD.Value * 1e6); m <= float64(ledger.MaxQuantity) {
-			micro := int64(m)
+	if u.CostUSD.Known() {
+		if micro, ok := ledger.SpentMicroUSD(u.CostUSD.Value); ok {
 			s.MicroUSD = &micro
 		}
 	}
