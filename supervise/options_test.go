@@ -172,3 +172,21 @@ func TestDeadlineEndsBudgetExhausted(t *testing.T) {
 		t.Errorf("the cut worker's reason %q does not name the deadline", res.Tree[0].Reason)
 	}
 }
+
+// wantOptionRefused runs Supervise on o and checks it is refused before
+// anything runs (the brain is never driven) as ErrInvalidOptions with an
+// *OptionError at pointer.
+func wantOptionRefused(t *testing.T, o supervise.Options, pointer string) {
+	t.Helper()
+	o.Brain = supervise.BrainFunc(func(context.Context, *supervise.Coordinator, string) (supervise.BrainReport, error) {
+		t.Error("the brain was driven")
+		return supervise.BrainReport{}, nil
+	})
+	_, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o)
+	if !errors.Is(err, supervise.ErrInvalidOptions) {
+		t.Fatalf("err = %v, want ErrInvalidOptions", err)
+	}
+	if oe, ok := errors.AsType[*supervise.OptionError](err); !ok || oe.Pointer != pointer {
+		t.Fatalf("err = %v, want an *OptionError at %s", err, pointer)
+	}
+}

@@ -169,19 +169,8 @@ func TestStallAfterAndContinuityByProfileRefusedWhenInvalid(t *testing.T) {
 			gate := &gateExecutor{release: make(chan struct{})}
 			o := baseOptions(t, gate, nil)
 			o.RunDir = t.TempDir()
-			o.Brain = supervise.BrainFunc(func(context.Context, *supervise.Coordinator, string) (supervise.BrainReport, error) {
-				t.Error("the brain was driven")
-				return supervise.BrainReport{}, nil
-			})
 			tc.tune(&o)
-			_, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o)
-			if !errors.Is(err, supervise.ErrInvalidOptions) {
-				t.Fatalf("err = %v, want ErrInvalidOptions", err)
-			}
-			oe, ok := errors.AsType[*supervise.OptionError](err)
-			if !ok || oe.Pointer != tc.wantPointer {
-				t.Fatalf("err = %v, want an *OptionError at %s", err, tc.wantPointer)
-			}
+			wantOptionRefused(t, o, tc.wantPointer)
 		})
 	}
 	// The valid spellings run.
