@@ -41,9 +41,9 @@
 // wrote it never returned. Reading a file before and after Open yields the
 // same.
 //
-// Read opens its file through internal/regularfile: a FIFO or a device in
-// a journal's place is refused (*regularfile.NotRegularError), never
-// waited on.
+// Open and Read open the file through internal/regularfile: a FIFO or a
+// device in a journal's place is refused (*regularfile.NotRegularError),
+// never waited on.
 //
 // The package depends on the standard library, canonjson and
 // internal/regularfile only. It does not interpret records: what a spawn or conversation record means is its

@@ -42,3 +42,29 @@ func TestReadRefusesAFIFO(t *testing.T) {
 		t.Fatal("Read of a FIFO blocked")
 	}
 }
+
+// A FIFO in a journal's place is refused by Open too (its tail is read
+// to find a torn line, which would block for ever), at once.
+func TestOpenRefusesAFIFO(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "spawn-journal.jsonl")
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		j, err := journal.Open(path, journal.Options{})
+		if err == nil {
+			j.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		var nr *regularfile.NotRegularError
+		if !errors.As(err, &nr) {
+			t.Errorf("Open of a FIFO: %v, want *regularfile.NotRegularError", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Open of a FIFO blocked")
+	}
+}

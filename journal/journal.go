@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/internal/regularfile"
 )
 
 // DefaultMaxRecordBytes bounds one record's canonical form unless
@@ -128,7 +129,7 @@ func Open(path string, opts Options) (*Journal, error) {
 			return nil, err
 		}
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
+	f, _, err := regularfile.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, err
 	}

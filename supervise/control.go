@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/internal/regularfile"
 	"github.com/agentrt/agentrt/kernel"
 )
 
@@ -706,11 +707,11 @@ func appendLine(path string, v any) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_RDWR, 0o600)
+	f, st, err := regularfile.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return err
 	}
-	if st, err := f.Stat(); err == nil && st.Size() > 0 {
+	if st.Size() > 0 {
 		last := make([]byte, 1)
 		if _, err := f.ReadAt(last, st.Size()-1); err == nil && last[0] != '\n' {
 			data = append([]byte("\n"), data...)

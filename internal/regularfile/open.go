@@ -24,9 +24,16 @@ func (e *NotRegularError) Error() string {
 // *NotRegularError. It returns the file's FileInfo too, as the callers
 // read its size. A missing path is an error matching fs.ErrNotExist.
 func Open(path string) (*os.File, fs.FileInfo, error) {
+	return OpenFile(path, os.O_RDONLY, 0)
+}
+
+// OpenFile is Open with os.OpenFile's flag and perm, for a file that is
+// appended to or created: a FIFO in place of a journal would otherwise
+// block its writer's first read of the tail for ever.
+func OpenFile(path string, flag int, perm fs.FileMode) (*os.File, fs.FileInfo, error) {
 	// O_NONBLOCK makes opening a FIFO that no one writes return at once;
 	// on a regular file it changes nothing.
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := os.OpenFile(path, flag|syscall.O_NONBLOCK, perm)
 	if err != nil {
 		return nil, nil, err
 	}
