@@ -838,7 +838,14 @@
 // addressed to the sender), thread-depth-exceeded, mailbox-full (16
 // received per worker for the run), send-quota-exhausted (8 attempts
 // per worker, refused ones charged too); arguments that describe no
-// message (ErrMailArgs) are a tool failure, not an attempt. read_mail
+// message (ErrMailArgs) are a tool failure, not an attempt. One
+// attempt's record is bounded whatever a sender passes, so no mail can
+// outgrow the journal's 1 MiB record and fail the run with a lost
+// record: a refused oversize subject or body is journaled clipped to
+// its bound; to, replyTo and each evidence ref over MaxMailRefBytes, or
+// more than MaxMailEvidenceRefs refs, are argument errors; PeerMail's
+// byte bounds over MaxMailBodyBytesCeiling / MaxMailSubjectBytesCeiling
+// are refused options (TestPeerMailHostileSizesKeepTheJournal). read_mail
 // does not consume: it returns the worker's whole inbox, oldest first,
 // its live siblings (peers), its send count and quota left. Every
 // attempt is one coordination record (CoordMail; KindMail in a store

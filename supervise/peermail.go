@@ -44,6 +44,21 @@ const (
 	DefaultMailThreadDepth  = 4
 )
 
+// Peer mail ceilings: what one attempt's record may hold whatever
+// PeerMail says, so a mail can never outgrow a journal record (1 MiB,
+// journal.DefaultMaxRecordBytes, even with every byte a control
+// character escaped to six): PeerMail's byte bounds above these are
+// refused, and send_mail arguments past them are argument errors
+// (ErrMailArgs), never journaled.
+const (
+	MaxMailBodyBytesCeiling    = 64 << 10
+	MaxMailSubjectBytesCeiling = 4 << 10
+	// MaxMailEvidenceRefs bounds how many refs one mail cites, and
+	// MaxMailRefBytes each ref and the to and replyTo ids.
+	MaxMailEvidenceRefs = 16
+	MaxMailRefBytes     = 512
+)
+
 // Mail outcomes: MailDelivered, or the refusal code a sender reads in
 // its tool result ({delivered: false, error: code, reason}).
 const (
@@ -110,6 +125,15 @@ func (p PeerMail) check() []error {
 		if f.v < 0 {
 			errs = append(errs, &OptionError{Field: "PeerMail." + f.name, Pointer: "/peerMail/" + f.ptr,
 				Reason: fmt.Sprintf("%d is negative; 0 means the default", f.v)})
+		}
+	}
+	for _, f := range []struct {
+		name, ptr string
+		v, ceiling int
+	}{{"MaxBodyBytes", "maxBodyBytes", p.MaxBodyBytes, MaxMailBodyBytesCeiling}, {"MaxSubjectBytes", "maxSubjectBytes", p.MaxSubjectBytes, MaxMailSubjectBytesCeiling}} {
+		if f.v > f.ceiling {
+			errs = append(errs, &OptionError{Field: "PeerMail." + f.name, Pointer: "/peerMail/" + f.ptr,
+				Reason: fmt.Sprintf("%d is over %d, the most one journaled mail may hold", f.v, f.ceiling)})
 		}
 	}
 	return errs
@@ -232,6 +256,9 @@ func (c *Coordinator) SendMail(ctx context.Context, from NodeID, args canonjson.
 		env.ThreadID, env.Depth = parent.ThreadID, parent.Depth+1
 	}
 	outcome, reason := c.admitMailLocked(po, env, hasParent, parent)
+	// A refused oversize subject or body is kept clipped to its bound
+	// (Reason says how large it was): the record stays bounded.
+	env.Subject, env.Body = clipUTF8(env.Subject, po.lim.MaxSubjectBytes), clipUTF8(env.Body, po.lim.MaxBodyBytes)
 	rec := MailRecord{Envelope: env, Outcome: outcome, Reason: reason}
 	if err := c.log.appendCoordOrLose(ctx, CoordRecord{Kind: CoordMail, Mail: &rec}, from); err != nil {
 		return canonjson.Value{}, fmt.Errorf("supervise: send_mail: the attempt could not be journaled, nothing was delivered: %w", err)
@@ -283,6 +310,17 @@ func (c *Coordinator) admitMailLocked(po *postOffice, env MailEnvelope, hasParen
 	return MailDelivered, ""
 }
 
+// clipUTF8 is s cut to at most n bytes on a rune boundary.
+func clipUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
 // claimsAuthority reports whether text holds a phrase reserved for the
 // run's authority (case-insensitive).
 func claimsAuthority(text string) bool {
@@ -312,9 +350,20 @@ func decodeMailArgs(args canonjson.Value, a *mailArgs) error {
 	default:
 		return fmt.Errorf("%w: /kind must be %s", ErrMailArgs, mailKindsAllowed)
 	}
+	for _, f := range []struct{ ptr, v string }{{"/to", a.To}, {"/replyTo", a.ReplyTo}} {
+		if len(f.v) > MaxMailRefBytes {
+			return fmt.Errorf("%w: %s is %d bytes, over %d", ErrMailArgs, f.ptr, len(f.v), MaxMailRefBytes)
+		}
+	}
+	if n := len(a.EvidenceRefs); n > MaxMailEvidenceRefs {
+		return fmt.Errorf("%w: /evidenceRefs holds %d refs, over %d", ErrMailArgs, n, MaxMailEvidenceRefs)
+	}
 	for i, r := range a.EvidenceRefs {
 		if r == "" {
 			return fmt.Errorf("%w: /evidenceRefs/%d must be a non-empty string", ErrMailArgs, i)
+		}
+		if len(r) > MaxMailRefBytes {
+			return fmt.Errorf("%w: /evidenceRefs/%d is %d bytes, over %d", ErrMailArgs, i, len(r), MaxMailRefBytes)
 		}
 	}
 	if !utf8.ValidString(a.Subject) || !utf8.ValidString(a.Body) {

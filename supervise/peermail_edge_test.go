@@ -1,0 +1,147 @@
+package supervise_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/providers/scripted"
+	"github.com/agentrt/agentrt/supervise"
+)
+
+// dirBytes is the total size of the regular files under dir.
+func dirBytes(t *testing.T, dir string) int64 {
+	t.Helper()
+	var n int64
+	err := filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		n += info.Size()
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// §9 peer mail bounds against a hostile sender: a send_mail whose
+// arguments are far over every bound (a 2 MiB body or subject, 10^5
+// evidence refs, a 2 MiB recipient or replyTo) is answered as a tool
+// result — refused, or an argument error — and never makes the run lose
+// a journal record: the journal's 1 MiB record limit cannot be reached
+// through one mail, and the run's journal stays small.
+func TestPeerMailHostileSizesKeepTheJournal(t *testing.T) {
+	huge := strings.Repeat("x", 2<<20)
+	refs := make([]string, 100_000)
+	for i := range refs {
+		refs[i] = "sha256:0123456789abcdef"
+	}
+	cases := []struct {
+		name string
+		args map[string]any
+	}{
+		{"body", map[string]any{"to": "run1:s2", "kind": "ask", "subject": "s", "body": huge}},
+		{"subject", map[string]any{"to": "run1:s2", "kind": "ask", "subject": huge, "body": "b"}},
+		{"evidenceRefs", map[string]any{"to": "run1:s2", "kind": "tell", "subject": "s", "body": "b", "evidenceRefs": refs}},
+		{"to", map[string]any{"to": huge, "kind": "ask", "subject": "s", "body": "b"}},
+		{"replyTo", map[string]any{"to": "run1:s2", "kind": "answer", "subject": "s", "body": "b", "replyTo": huge}},
+	}
+	gate := make(chan struct{})
+	exec := newMailExecutor(map[string]*mailWorker{
+		"one": {gate: gate, turns: []scripted.ChatTurn{turn(scripted.Text("DONE"))}},
+		"two": {gate: gate, turns: []scripted.ChatTurn{turn(scripted.Text("DONE"))}},
+	})
+	dir := t.TempDir()
+	o := baseOptions(t, exec, nil)
+	o.RunDir, o.PeerMail = dir, &supervise.PeerMail{MaxSent: len(cases) + 1}
+	type got struct {
+		err     error
+		outcome any
+	}
+	results := map[string]got{}
+	var box supervise.MailReadout
+	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		tool(t, ctx, c, supervise.VerbSpawnWorker, map[string]any{"profile": "writer", "task": "one"})
+		tool(t, ctx, c, supervise.VerbSpawnWorker, map[string]any{"profile": "writer", "task": "two"})
+		for _, tc := range cases {
+			args, err := canonjson.ToValue(tc.args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := c.SendMail(ctx, "run1:s1", args)
+			var m map[string]any
+			if err == nil {
+				_ = json.Unmarshal(canonjson.Marshal(out), &m)
+			}
+			results[tc.name] = got{err: err, outcome: m["error"]}
+		}
+		var err error
+		if box, err = c.ReadMail("run1:s2"); err != nil {
+			return supervise.BrainReport{}, err
+		}
+		close(gate)
+		for range 2 {
+			tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"settled"}, "timeoutMs": 60000})
+		}
+		return supervise.BrainReport{}, nil
+	})
+	if _, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker, supervise.VerbAwaitEvent), "mail", o); err != nil {
+		t.Fatalf("the run: %v", err)
+	}
+	for _, tc := range cases {
+		r := results[tc.name]
+		if r.err != nil && !strings.Contains(r.err.Error(), "arguments") {
+			t.Errorf("%s: send_mail failed other than on its arguments: %v", tc.name, r.err)
+		}
+		if r.err == nil && r.outcome == nil {
+			t.Errorf("%s: a hostile mail was delivered", tc.name)
+		}
+	}
+	if len(box.Inbox) != 0 {
+		t.Errorf("the recipient's inbox: %d messages, want none", len(box.Inbox))
+	}
+	if n := dirBytes(t, dir); n > 256<<10 {
+		t.Errorf("the run dir holds %d bytes after %d refused mails, want under 256 KiB", n, len(cases))
+	}
+}
+
+// §9 peer mail bounds: a PeerMail byte bound over its ceiling is
+// refused before the run starts, at its JSON pointer, so no configured
+// bound lets one delivered mail outgrow a journal record.
+func TestPeerMailBoundOverCeilingRefused(t *testing.T) {
+	cases := []struct {
+		name string
+		pm   supervise.PeerMail
+		ptr  string
+	}{
+		{"body", supervise.PeerMail{MaxBodyBytes: supervise.MaxMailBodyBytesCeiling + 1}, "/peerMail/maxBodyBytes"},
+		{"subject", supervise.PeerMail{MaxSubjectBytes: supervise.MaxMailSubjectBytesCeiling + 1}, "/peerMail/maxSubjectBytes"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			exec := newMailExecutor(map[string]*mailWorker{})
+			o := baseOptions(t, exec, nil)
+			o.PeerMail = &tc.pm
+			o.Brain = supervise.BrainFunc(func(context.Context, *supervise.Coordinator, string) (supervise.BrainReport, error) {
+				t.Error("the run started")
+				return supervise.BrainReport{}, nil
+			})
+			_, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "mail", o)
+			var oe *supervise.OptionError
+			if !errors.As(err, &oe) || oe.Pointer != tc.ptr {
+				t.Fatalf("err = %v, want an OptionError at %s", err, tc.ptr)
+			}
+		})
+	}
+}
