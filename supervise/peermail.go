@@ -128,7 +128,7 @@ func (p PeerMail) check() []error {
 		}
 	}
 	for _, f := range []struct {
-		name, ptr string
+		name, ptr  string
 		v, ceiling int
 	}{{"MaxBodyBytes", "maxBodyBytes", p.MaxBodyBytes, MaxMailBodyBytesCeiling}, {"MaxSubjectBytes", "maxSubjectBytes", p.MaxSubjectBytes, MaxMailSubjectBytesCeiling}} {
 		if f.v > f.ceiling {
