@@ -838,7 +838,10 @@
 // addressed to the sender), thread-depth-exceeded, mailbox-full (16
 // received per worker for the run), send-quota-exhausted (8 attempts
 // per worker, refused ones charged too); arguments that describe no
-// message (ErrMailArgs) are a tool failure, not an attempt. One
+// message (ErrMailArgs) are a tool failure, not an attempt, and so is a
+// send_mail called after its worker settled (ErrMailSenderSettled: an
+// executor kept the tool; nothing delivered, journaled or charged —
+// TestPeerMailSettledSenderRefused). One
 // attempt's record is bounded whatever a sender passes, so no mail can
 // outgrow the journal's 1 MiB record and fail the run with a lost
 // record: a refused oversize subject or body is journaled clipped to

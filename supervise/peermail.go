@@ -230,6 +230,12 @@ type mailArgs struct {
 // neither journaled nor charged to the quota.
 var ErrMailArgs = errors.New("supervise: send_mail arguments")
 
+// ErrMailSenderSettled is a send_mail called for a worker that already
+// settled (its tools kept past its end): it speaks for no live node, so
+// the call delivers nothing and, unbounded by any turn or budget of
+// that worker, is neither journaled nor charged.
+var ErrMailSenderSettled = errors.New("supervise: send_mail: the sending worker already settled")
+
 // SendMail sends, as worker from, the message args describe to one of
 // its live siblings (send_mail), journals the attempt, and returns the
 // tool result: {delivered: true, mailId, threadId}, or {delivered:
@@ -240,6 +246,9 @@ func (c *Coordinator) SendMail(ctx context.Context, from NodeID, args canonjson.
 	po := c.mail
 	if po == nil {
 		return canonjson.Value{}, errors.New("supervise: peer mail is off (Options.PeerMail)")
+	}
+	if n, ok := c.scope.Node(from); !ok || !n.State.Live() {
+		return canonjson.Value{}, fmt.Errorf("%w: %s", ErrMailSenderSettled, from)
 	}
 	var a mailArgs
 	if err := decodeMailArgs(args, &a); err != nil {

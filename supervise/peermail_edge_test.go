@@ -7,9 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/providers/scripted"
 	"github.com/agentrt/agentrt/supervise"
 )
@@ -143,5 +147,85 @@ func TestPeerMailBoundOverCeilingRefused(t *testing.T) {
 				t.Fatalf("err = %v, want an OptionError at %s", err, tc.ptr)
 			}
 		})
+	}
+}
+
+// keepToolsExecutor keeps every worker's peer mail tools past its end,
+// as an executor holding its Go tools might: task "gone" ends at once,
+// task "live" waits for gate (bounded).
+type keepToolsExecutor struct {
+	gate chan struct{}
+	mu   sync.Mutex
+	kept map[string][]contract.Tool
+}
+
+func (e *keepToolsExecutor) Execute(ctx context.Context, w supervise.Work) (supervise.WorkResult, error) {
+	e.mu.Lock()
+	e.kept[w.Task] = w.PeerMail
+	e.mu.Unlock()
+	res := supervise.WorkResult{Text: "DONE", Spent: ledger.Spend{Tokens: i64(0), Iterations: i64(1), MicroUSD: i64(0)}}
+	if w.Task == "live" {
+		select {
+		case <-e.gate:
+		case <-ctx.Done():
+			return res, context.Cause(ctx)
+		case <-time.After(30 * time.Second):
+			return res, errors.New("the gate never opened")
+		}
+	}
+	return res, nil
+}
+
+// §9 "sender bound to the capability": a worker's send_mail, kept by
+// its executor and called after the worker settled, delivers nothing
+// and journals nothing — the settled sender speaks for no live node,
+// and nothing (no budget, no turn) would bound its calls.
+func TestPeerMailSettledSenderRefused(t *testing.T) {
+	exec := &keepToolsExecutor{gate: make(chan struct{}), kept: map[string][]contract.Tool{}}
+	o := baseOptions(t, exec, nil)
+	o.PeerMail, o.RunDir = &supervise.PeerMail{}, t.TempDir()
+	var sendErr error
+	var box supervise.MailReadout
+	var mailRows int
+	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		tool(t, ctx, c, supervise.VerbSpawnWorker, map[string]any{"profile": "writer", "task": "gone"})
+		tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"settled"}, "timeoutMs": 60000})
+		tool(t, ctx, c, supervise.VerbSpawnWorker, map[string]any{"profile": "writer", "task": "live"})
+		exec.mu.Lock()
+		kept := exec.kept["gone"]
+		exec.mu.Unlock()
+		if len(kept) == 0 || kept[0].Name != supervise.VerbSendMail {
+			t.Fatalf("the settled worker's tools: %v", kept)
+		}
+		args, _ := canonjson.ToValue(map[string]any{"to": "run1:s2", "kind": "ask", "subject": "s", "body": "after my end"})
+		_, sendErr = kept[0].Run(ctx, args)
+		var err error
+		if box, err = c.ReadMail("run1:s2"); err != nil {
+			return supervise.BrainReport{}, err
+		}
+		close(exec.gate)
+		tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"settled"}, "timeoutMs": 60000})
+		return supervise.BrainReport{}, nil
+	})
+	if _, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker, supervise.VerbAwaitEvent), "mail", o); err != nil {
+		t.Fatalf("the run: %v", err)
+	}
+	if !errors.Is(sendErr, supervise.ErrMailSenderSettled) {
+		t.Errorf("the settled sender's send_mail: err = %v, want ErrMailSenderSettled", sendErr)
+	}
+	if len(box.Inbox) != 0 {
+		t.Errorf("the live worker received %+v from a settled sender", box.Inbox)
+	}
+	recs, _, err := supervise.ReadCoordinationLog(context.Background(), o.RunDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if r.Kind == supervise.CoordMail {
+			mailRows++
+		}
+	}
+	if mailRows != 0 {
+		t.Errorf("%d mail coordination records, want none", mailRows)
 	}
 }
