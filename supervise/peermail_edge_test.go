@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
@@ -227,5 +230,72 @@ func TestPeerMailSettledSenderRefused(t *testing.T) {
 	}
 	if mailRows != 0 {
 		t.Errorf("%d mail coordination records, want none", mailRows)
+	}
+}
+
+// §9 peer mail, concurrent senders: eight live workers each send two
+// mails at once through their own send_mail; every attempt is
+// delivered, the ids are mail-1..mail-16 with no repeat, and the
+// coordination log holds them in id order (ids and the journal keep
+// one order).
+func TestPeerMailConcurrentSendersKeepOneOrder(t *testing.T) {
+	const workers = 8
+	exec := &keepToolsExecutor{gate: make(chan struct{}), kept: map[string][]contract.Tool{}}
+	o := baseOptions(t, exec, nil)
+	o.PeerMail, o.RunDir = &supervise.PeerMail{}, t.TempDir()
+	errs := make(chan error, 2*workers)
+	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		for range workers {
+			tool(t, ctx, c, supervise.VerbSpawnWorker, map[string]any{"profile": "writer", "task": "live"})
+		}
+		var wg sync.WaitGroup
+		for i := 1; i <= workers; i++ {
+			from, to := supervise.NodeID(fmt.Sprintf("run1:s%d", i)), fmt.Sprintf("run1:s%d", i%workers+1)
+			for k := range 2 {
+				wg.Go(func() {
+					args, _ := canonjson.ToValue(map[string]any{"to": to, "kind": "ask", "subject": "s", "body": fmt.Sprint(k)})
+					out, err := c.SendMail(ctx, from, args)
+					if err == nil {
+						var m map[string]any
+						_ = json.Unmarshal(canonjson.Marshal(out), &m)
+						if m["delivered"] != true {
+							err = fmt.Errorf("%s: %v", from, m)
+						}
+					}
+					errs <- err
+				})
+			}
+		}
+		wg.Wait()
+		close(exec.gate)
+		for range workers {
+			tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"settled"}, "timeoutMs": 60000})
+		}
+		return supervise.BrainReport{}, nil
+	})
+	if _, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker, supervise.VerbAwaitEvent), "mail", o); err != nil {
+		t.Fatalf("the run: %v", err)
+	}
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("a concurrent send: %v", err)
+		}
+	}
+	recs, _, err := supervise.ReadCoordinationLog(context.Background(), o.RunDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids, want []string
+	for _, r := range recs {
+		if r.Kind == supervise.CoordMail && r.Mail != nil {
+			ids = append(ids, r.Mail.Envelope.MailID)
+		}
+	}
+	for i := 1; i <= 2*workers; i++ {
+		want = append(want, fmt.Sprintf("mail-%d", i))
+	}
+	if diff := cmp.Diff(want, ids); diff != "" {
+		t.Errorf("mail ids in journal order (-want +got):\n%s", diff)
 	}
 }
