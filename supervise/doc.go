@@ -836,7 +836,8 @@
 // speaking as the supervisor), evidence-required (tell and challenge
 // cite evidenceRefs), unknown-reply-target (replyTo names no mail
 // addressed to the sender), thread-depth-exceeded, mailbox-full (16
-// received per worker for the run), send-quota-exhausted (8 attempts
+// received per worker for the run, or 32 KiB of received body,
+// MaxInboxBytes: TestPeerMailInboxBytesBound), send-quota-exhausted (8 attempts
 // per worker, refused ones charged too); arguments that describe no
 // message (ErrMailArgs) are a tool failure, not an attempt, and so is a
 // send_mail called after its worker settled (ErrMailSenderSettled: an

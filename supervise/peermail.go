@@ -40,6 +40,7 @@ const (
 	DefaultMailBodyBytes    = 4096
 	DefaultMailSubjectBytes = 200
 	DefaultMailInbox        = 16
+	DefaultMailInboxBytes   = 32 << 10
 	DefaultMailSent         = 8
 	DefaultMailThreadDepth  = 4
 )
@@ -94,6 +95,10 @@ type PeerMail struct {
 	// MaxInbox is how many messages one worker may receive in the whole
 	// run (DefaultMailInbox); past it a send is refused mailbox-full.
 	MaxInbox int
+	// MaxInboxBytes is how many body bytes one worker may receive in
+	// the whole run (DefaultMailInboxBytes); a send that would take it
+	// past is refused mailbox-full.
+	MaxInboxBytes int
 	// MaxSent is how many sends one worker may attempt in the whole run,
 	// refused ones included (DefaultMailSent).
 	MaxSent int
@@ -111,7 +116,7 @@ func (p PeerMail) limits() PeerMail {
 		return v
 	}
 	return PeerMail{MaxBodyBytes: def(p.MaxBodyBytes, DefaultMailBodyBytes), MaxSubjectBytes: def(p.MaxSubjectBytes, DefaultMailSubjectBytes),
-		MaxInbox: def(p.MaxInbox, DefaultMailInbox), MaxSent: def(p.MaxSent, DefaultMailSent), MaxThreadDepth: def(p.MaxThreadDepth, DefaultMailThreadDepth)}
+		MaxInbox: def(p.MaxInbox, DefaultMailInbox), MaxInboxBytes: def(p.MaxInboxBytes, DefaultMailInboxBytes), MaxSent: def(p.MaxSent, DefaultMailSent), MaxThreadDepth: def(p.MaxThreadDepth, DefaultMailThreadDepth)}
 }
 
 // check refuses negative bounds.
@@ -121,7 +126,7 @@ func (p PeerMail) check() []error {
 		name, ptr string
 		v         int
 	}{{"MaxBodyBytes", "maxBodyBytes", p.MaxBodyBytes}, {"MaxSubjectBytes", "maxSubjectBytes", p.MaxSubjectBytes},
-		{"MaxInbox", "maxInbox", p.MaxInbox}, {"MaxSent", "maxSent", p.MaxSent}, {"MaxThreadDepth", "maxThreadDepth", p.MaxThreadDepth}} {
+		{"MaxInbox", "maxInbox", p.MaxInbox}, {"MaxInboxBytes", "maxInboxBytes", p.MaxInboxBytes}, {"MaxSent", "maxSent", p.MaxSent}, {"MaxThreadDepth", "maxThreadDepth", p.MaxThreadDepth}} {
 		if f.v < 0 {
 			errs = append(errs, &OptionError{Field: "PeerMail." + f.name, Pointer: "/peerMail/" + f.ptr,
 				Reason: fmt.Sprintf("%d is negative; 0 means the default", f.v)})
@@ -307,6 +312,13 @@ func (c *Coordinator) admitMailLocked(po *postOffice, env MailEnvelope, hasParen
 	}
 	if n := len(po.inbox[env.To]); n >= lim.MaxInbox {
 		return MailMailboxFull, fmt.Sprintf("%s already received %d messages, the run's limit per worker", env.To, lim.MaxInbox)
+	}
+	got := 0
+	for _, m := range po.inbox[env.To] {
+		got += len(m.Body)
+	}
+	if got+len(env.Body) > lim.MaxInboxBytes {
+		return MailMailboxFull, fmt.Sprintf("%s already received %d body bytes; %d more is over %d, the run's limit per worker", env.To, got, len(env.Body), lim.MaxInboxBytes)
 	}
 	sender, _ := env.From.Parent()
 	to, ok := c.scope.Node(env.To)

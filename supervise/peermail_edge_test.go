@@ -299,3 +299,60 @@ func TestPeerMailConcurrentSendersKeepOneOrder(t *testing.T) {
 		t.Errorf("mail ids in journal order (-want +got):\n%s", diff)
 	}
 }
+
+// §9 peer mail bounds, per receiver in bytes as well as count (the
+// reference's maxInboxBytesPerWorker, 32 KiB by default): with the
+// defaults, eight 4000-byte bodies reach one worker (32000 bytes) and
+// the ninth, which would take it past 32768, is refused mailbox-full,
+// so N−1 siblings cannot fill one worker's read_mail past the bound.
+func TestPeerMailInboxBytesBound(t *testing.T) {
+	exec := &keepToolsExecutor{gate: make(chan struct{}), kept: map[string][]contract.Tool{}}
+	o := baseOptions(t, exec, nil)
+	o.PeerMail = &supervise.PeerMail{}
+	var outcomes []string
+	var box supervise.MailReadout
+	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		for range 3 {
+			tool(t, ctx, c, supervise.VerbSpawnWorker, map[string]any{"profile": "writer", "task": "live"})
+		}
+		body := strings.Repeat("y", 4000)
+		for i := range 9 {
+			from := supervise.NodeID(fmt.Sprintf("run1:s%d", 2+i%2))
+			args, _ := canonjson.ToValue(map[string]any{"to": "run1:s1", "kind": "ask", "subject": "s", "body": body})
+			out, err := c.SendMail(ctx, from, args)
+			if err != nil {
+				return supervise.BrainReport{}, err
+			}
+			var m map[string]any
+			_ = json.Unmarshal(canonjson.Marshal(out), &m)
+			if m["delivered"] == true {
+				outcomes = append(outcomes, supervise.MailDelivered)
+			} else {
+				outcomes = append(outcomes, fmt.Sprint(m["error"]))
+			}
+		}
+		var err error
+		if box, err = c.ReadMail("run1:s1"); err != nil {
+			return supervise.BrainReport{}, err
+		}
+		close(exec.gate)
+		for range 3 {
+			tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"settled"}, "timeoutMs": 60000})
+		}
+		return supervise.BrainReport{}, nil
+	})
+	if _, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker, supervise.VerbAwaitEvent), "mail", o); err != nil {
+		t.Fatalf("the run: %v", err)
+	}
+	want := []string{}
+	for range 8 {
+		want = append(want, supervise.MailDelivered)
+	}
+	want = append(want, supervise.MailMailboxFull)
+	if diff := cmp.Diff(want, outcomes); diff != "" {
+		t.Errorf("outcomes (-want +got):\n%s", diff)
+	}
+	if len(box.Inbox) != 8 {
+		t.Errorf("the receiver holds %d mails, want 8", len(box.Inbox))
+	}
+}
