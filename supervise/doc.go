@@ -828,8 +828,9 @@
 // send_mail and read_mail bound to its own node (Work.PeerMail, beside
 // Work.Ask): the sender is the tool's worker, never an argument, and
 // neither tool can spawn, steer or stop. Mail goes to live siblings
-// only — workers of the same manager; a settled sibling is refused
-// already-settled (not queued), any other id unknown-worker. Refusals
+// only — workers of the same manager; a settled or in-doubt sibling is
+// refused already-settled (not queued) and is not among read_mail's
+// peers (TestPeerMailInDoubtWorkerIsNoPeer), any other id unknown-worker. Refusals
 // are tool results {delivered: false, error: code, reason, mailId}:
 // self-addressed, subject-too-large, body-too-large (PeerMail's bounds,
 // defaults 200 and 4096 bytes), forged-authority (a body or subject

@@ -236,7 +236,7 @@ type mailArgs struct {
 var ErrMailArgs = errors.New("supervise: send_mail arguments")
 
 // ErrMailSenderSettled is a send_mail called for a worker that already
-// settled (its tools kept past its end): it speaks for no live node, so
+// settled or is in doubt (its tools kept past its end): it speaks for no live node, so
 // the call delivers nothing and, unbounded by any turn or budget of
 // that worker, is neither journaled nor charged.
 var ErrMailSenderSettled = errors.New("supervise: send_mail: the sending worker already settled")
@@ -252,7 +252,7 @@ func (c *Coordinator) SendMail(ctx context.Context, from NodeID, args canonjson.
 	if po == nil {
 		return canonjson.Value{}, errors.New("supervise: peer mail is off (Options.PeerMail)")
 	}
-	if n, ok := c.scope.Node(from); !ok || !n.State.Live() {
+	if n, ok := c.scope.Node(from); !ok || !live(n) {
 		return canonjson.Value{}, fmt.Errorf("%w: %s", ErrMailSenderSettled, from)
 	}
 	var a mailArgs
@@ -325,7 +325,12 @@ func (c *Coordinator) admitMailLocked(po *postOffice, env MailEnvelope, hasParen
 	if p, _ := env.To.Parent(); !ok || p != sender {
 		return MailUnknownWorker, string(env.To) + " is not a sibling of " + string(env.From) + " (read_mail lists them)"
 	}
-	if !to.State.Live() {
+	switch {
+	case to.InDoubt, to.NeverSettled:
+		// Its executor is lost (a resume's in-doubt worker): nobody
+		// would read the mail, as nobody takes a steer (live).
+		return MailAlreadySettled, string(env.To) + " is in doubt: its execution was lost without a receipt"
+	case !to.State.Live():
 		return MailAlreadySettled, string(env.To) + " already settled (" + string(to.State) + ")"
 	}
 	return MailDelivered, ""
@@ -424,7 +429,7 @@ func (c *Coordinator) ReadMail(you NodeID) (MailReadout, error) {
 	parent, _ := you.Parent()
 	var peers []MailPeer
 	for _, n := range c.scope.Nodes() {
-		if p, _ := n.ID.Parent(); p == parent && n.ID != you && n.State.Live() {
+		if p, _ := n.ID.Parent(); p == parent && n.ID != you && live(n) {
 			peers = append(peers, MailPeer{WorkerID: n.ID, Label: n.Label})
 		}
 	}
