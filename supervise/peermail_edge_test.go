@@ -17,6 +17,7 @@ import (
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/ledger"
+	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/providers/scripted"
 	"github.com/agentrt/agentrt/supervise"
 )
@@ -354,5 +355,70 @@ func TestPeerMailInboxBytesBound(t *testing.T) {
 	}
 	if len(box.Inbox) != 8 {
 		t.Errorf("the receiver holds %d mails, want 8", len(box.Inbox))
+	}
+}
+
+// §9 peer mail among siblings of one manager only: a nested lead's
+// worker (run1:s2:s3) and the root's worker (run1:s1) are not siblings,
+// so mail either way is refused unknown-worker and neither lists the
+// other among its peers.
+func TestPeerMailAcrossManagersRefused(t *testing.T) {
+	exec := &keepToolsExecutor{gate: make(chan struct{}), kept: map[string][]contract.Tool{}}
+	o := nestedOptions(t, exec, nil, nil)
+	o.PeerMail = &supervise.PeerMail{}
+	spawned, sent := make(chan struct{}), make(chan struct{})
+	o.ManagerBrain = func(*profile.Profile) supervise.Brain {
+		return goLead(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+			tool(t, ctx, c, supervise.VerbSpawnWorker, writer("live"))
+			close(spawned)
+			waitMail(t, sent, "the root's sends")
+			tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"settled"}, "timeoutMs": 60000})
+			return supervise.BrainReport{Text: "lead DONE"}, nil
+		})
+	}
+	outcome := func(ctx context.Context, c *supervise.Coordinator, from supervise.NodeID, to string) any {
+		args, _ := canonjson.ToValue(map[string]any{"to": to, "kind": "ask", "subject": "s", "body": "b"})
+		out, err := c.SendMail(ctx, from, args)
+		if err != nil {
+			return err.Error()
+		}
+		var m map[string]any
+		_ = json.Unmarshal(canonjson.Marshal(out), &m)
+		return m["error"]
+	}
+	var up, down any
+	var rootPeers, leafPeers []supervise.MailPeer
+	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		tool(t, ctx, c, supervise.VerbSpawnWorker, writer("live"))
+		tool(t, ctx, c, supervise.VerbSpawnWorker, map[string]any{"profile": "lead", "task": "lead", "label": "lead",
+			"budget": map[string]any{"maxTokens": 3000, "maxIterations": 5, "maxUsd": 0.5}})
+		waitMail(t, spawned, "the lead's spawn")
+		up, down = outcome(ctx, c, "run1:s2:s3", "run1:s1"), outcome(ctx, c, "run1:s1", "run1:s2:s3")
+		r, err := c.ReadMail("run1:s1")
+		if err != nil {
+			return supervise.BrainReport{}, err
+		}
+		rootPeers = r.Peers
+		if r, err = c.ReadMail("run1:s2:s3"); err != nil {
+			return supervise.BrainReport{}, err
+		}
+		leafPeers = r.Peers
+		close(sent)
+		close(exec.gate)
+		for range 2 {
+			tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"settled"}, "timeoutMs": 60000})
+		}
+		return supervise.BrainReport{}, nil
+	})
+	if _, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker, supervise.VerbAwaitEvent), "t", o); err != nil {
+		t.Fatal(err)
+	}
+	if up != supervise.MailUnknownWorker || down != supervise.MailUnknownWorker {
+		t.Errorf("lead's worker -> root's: %v; root's -> lead's: %v; want both %s", up, down, supervise.MailUnknownWorker)
+	}
+	for _, p := range append(rootPeers, leafPeers...) {
+		if p.WorkerID == "run1:s1" || p.WorkerID == "run1:s2:s3" {
+			t.Errorf("a peer across managers: %+v (root's %+v, leaf's %+v)", p, rootPeers, leafPeers)
+		}
 	}
 }
