@@ -828,17 +828,29 @@
 // send_mail and read_mail bound to its own node (Work.PeerMail, beside
 // Work.Ask): the sender is the tool's worker, never an argument, and
 // neither tool can spawn, steer or stop. Mail goes to live siblings
-// only — workers of the same manager; a settled sibling is refused
-// already-settled (not queued), any other id unknown-worker. Refusals
+// only — workers of the same manager; a settled or in-doubt sibling is
+// refused already-settled (not queued) and is not among read_mail's
+// peers (TestPeerMailInDoubtWorkerIsNoPeer), any other id unknown-worker. Refusals
 // are tool results {delivered: false, error: code, reason, mailId}:
 // self-addressed, subject-too-large, body-too-large (PeerMail's bounds,
 // defaults 200 and 4096 bytes), forged-authority (a body or subject
 // speaking as the supervisor), evidence-required (tell and challenge
 // cite evidenceRefs), unknown-reply-target (replyTo names no mail
 // addressed to the sender), thread-depth-exceeded, mailbox-full (16
-// received per worker for the run), send-quota-exhausted (8 attempts
+// received per worker for the run, or 32 KiB of received body,
+// MaxInboxBytes: TestPeerMailInboxBytesBound), send-quota-exhausted (8 attempts
 // per worker, refused ones charged too); arguments that describe no
-// message (ErrMailArgs) are a tool failure, not an attempt. read_mail
+// message (ErrMailArgs) are a tool failure, not an attempt, and so is a
+// send_mail called after its worker settled (ErrMailSenderSettled: an
+// executor kept the tool; nothing delivered, journaled or charged —
+// TestPeerMailSettledSenderRefused). One
+// attempt's record is bounded whatever a sender passes, so no mail can
+// outgrow the journal's 1 MiB record and fail the run with a lost
+// record: a refused oversize subject or body is journaled clipped to
+// its bound; to, replyTo and each evidence ref over MaxMailRefBytes, or
+// more than MaxMailEvidenceRefs refs, are argument errors; PeerMail's
+// byte bounds over MaxMailBodyBytesCeiling / MaxMailSubjectBytesCeiling
+// are refused options (TestPeerMailHostileSizesKeepTheJournal). read_mail
 // does not consume: it returns the worker's whole inbox, oldest first,
 // its live siblings (peers), its send count and quota left. Every
 // attempt is one coordination record (CoordMail; KindMail in a store

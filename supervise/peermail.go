@@ -40,8 +40,24 @@ const (
 	DefaultMailBodyBytes    = 4096
 	DefaultMailSubjectBytes = 200
 	DefaultMailInbox        = 16
+	DefaultMailInboxBytes   = 32 << 10
 	DefaultMailSent         = 8
 	DefaultMailThreadDepth  = 4
+)
+
+// Peer mail ceilings: what one attempt's record may hold whatever
+// PeerMail says, so a mail can never outgrow a journal record (1 MiB,
+// journal.DefaultMaxRecordBytes, even with every byte a control
+// character escaped to six): PeerMail's byte bounds above these are
+// refused, and send_mail arguments past them are argument errors
+// (ErrMailArgs), never journaled.
+const (
+	MaxMailBodyBytesCeiling    = 64 << 10
+	MaxMailSubjectBytesCeiling = 4 << 10
+	// MaxMailEvidenceRefs bounds how many refs one mail cites, and
+	// MaxMailRefBytes each ref and the to and replyTo ids.
+	MaxMailEvidenceRefs = 16
+	MaxMailRefBytes     = 512
 )
 
 // Mail outcomes: MailDelivered, or the refusal code a sender reads in
@@ -79,6 +95,10 @@ type PeerMail struct {
 	// MaxInbox is how many messages one worker may receive in the whole
 	// run (DefaultMailInbox); past it a send is refused mailbox-full.
 	MaxInbox int
+	// MaxInboxBytes is how many body bytes one worker may receive in
+	// the whole run (DefaultMailInboxBytes); a send that would take it
+	// past is refused mailbox-full.
+	MaxInboxBytes int
 	// MaxSent is how many sends one worker may attempt in the whole run,
 	// refused ones included (DefaultMailSent).
 	MaxSent int
@@ -96,7 +116,7 @@ func (p PeerMail) limits() PeerMail {
 		return v
 	}
 	return PeerMail{MaxBodyBytes: def(p.MaxBodyBytes, DefaultMailBodyBytes), MaxSubjectBytes: def(p.MaxSubjectBytes, DefaultMailSubjectBytes),
-		MaxInbox: def(p.MaxInbox, DefaultMailInbox), MaxSent: def(p.MaxSent, DefaultMailSent), MaxThreadDepth: def(p.MaxThreadDepth, DefaultMailThreadDepth)}
+		MaxInbox: def(p.MaxInbox, DefaultMailInbox), MaxInboxBytes: def(p.MaxInboxBytes, DefaultMailInboxBytes), MaxSent: def(p.MaxSent, DefaultMailSent), MaxThreadDepth: def(p.MaxThreadDepth, DefaultMailThreadDepth)}
 }
 
 // check refuses negative bounds.
@@ -106,10 +126,19 @@ func (p PeerMail) check() []error {
 		name, ptr string
 		v         int
 	}{{"MaxBodyBytes", "maxBodyBytes", p.MaxBodyBytes}, {"MaxSubjectBytes", "maxSubjectBytes", p.MaxSubjectBytes},
-		{"MaxInbox", "maxInbox", p.MaxInbox}, {"MaxSent", "maxSent", p.MaxSent}, {"MaxThreadDepth", "maxThreadDepth", p.MaxThreadDepth}} {
+		{"MaxInbox", "maxInbox", p.MaxInbox}, {"MaxInboxBytes", "maxInboxBytes", p.MaxInboxBytes}, {"MaxSent", "maxSent", p.MaxSent}, {"MaxThreadDepth", "maxThreadDepth", p.MaxThreadDepth}} {
 		if f.v < 0 {
 			errs = append(errs, &OptionError{Field: "PeerMail." + f.name, Pointer: "/peerMail/" + f.ptr,
 				Reason: fmt.Sprintf("%d is negative; 0 means the default", f.v)})
+		}
+	}
+	for _, f := range []struct {
+		name, ptr  string
+		v, ceiling int
+	}{{"MaxBodyBytes", "maxBodyBytes", p.MaxBodyBytes, MaxMailBodyBytesCeiling}, {"MaxSubjectBytes", "maxSubjectBytes", p.MaxSubjectBytes, MaxMailSubjectBytesCeiling}} {
+		if f.v > f.ceiling {
+			errs = append(errs, &OptionError{Field: "PeerMail." + f.name, Pointer: "/peerMail/" + f.ptr,
+				Reason: fmt.Sprintf("%d is over %d, the most one journaled mail may hold", f.v, f.ceiling)})
 		}
 	}
 	return errs
@@ -206,6 +235,12 @@ type mailArgs struct {
 // neither journaled nor charged to the quota.
 var ErrMailArgs = errors.New("supervise: send_mail arguments")
 
+// ErrMailSenderSettled is a send_mail called for a worker that already
+// settled or is in doubt (its tools kept past its end): it speaks for no live node, so
+// the call delivers nothing and, unbounded by any turn or budget of
+// that worker, is neither journaled nor charged.
+var ErrMailSenderSettled = errors.New("supervise: send_mail: the sending worker already settled")
+
 // SendMail sends, as worker from, the message args describe to one of
 // its live siblings (send_mail), journals the attempt, and returns the
 // tool result: {delivered: true, mailId, threadId}, or {delivered:
@@ -216,6 +251,9 @@ func (c *Coordinator) SendMail(ctx context.Context, from NodeID, args canonjson.
 	po := c.mail
 	if po == nil {
 		return canonjson.Value{}, errors.New("supervise: peer mail is off (Options.PeerMail)")
+	}
+	if n, ok := c.scope.Node(from); !ok || !live(n) {
+		return canonjson.Value{}, fmt.Errorf("%w: %s", ErrMailSenderSettled, from)
 	}
 	var a mailArgs
 	if err := decodeMailArgs(args, &a); err != nil {
@@ -232,6 +270,9 @@ func (c *Coordinator) SendMail(ctx context.Context, from NodeID, args canonjson.
 		env.ThreadID, env.Depth = parent.ThreadID, parent.Depth+1
 	}
 	outcome, reason := c.admitMailLocked(po, env, hasParent, parent)
+	// A refused oversize subject or body is kept clipped to its bound
+	// (Reason says how large it was): the record stays bounded.
+	env.Subject, env.Body = clipUTF8(env.Subject, po.lim.MaxSubjectBytes), clipUTF8(env.Body, po.lim.MaxBodyBytes)
 	rec := MailRecord{Envelope: env, Outcome: outcome, Reason: reason}
 	if err := c.log.appendCoordOrLose(ctx, CoordRecord{Kind: CoordMail, Mail: &rec}, from); err != nil {
 		return canonjson.Value{}, fmt.Errorf("supervise: send_mail: the attempt could not be journaled, nothing was delivered: %w", err)
@@ -272,15 +313,38 @@ func (c *Coordinator) admitMailLocked(po *postOffice, env MailEnvelope, hasParen
 	if n := len(po.inbox[env.To]); n >= lim.MaxInbox {
 		return MailMailboxFull, fmt.Sprintf("%s already received %d messages, the run's limit per worker", env.To, lim.MaxInbox)
 	}
+	got := 0
+	for _, m := range po.inbox[env.To] {
+		got += len(m.Body)
+	}
+	if got+len(env.Body) > lim.MaxInboxBytes {
+		return MailMailboxFull, fmt.Sprintf("%s already received %d body bytes; %d more is over %d, the run's limit per worker", env.To, got, len(env.Body), lim.MaxInboxBytes)
+	}
 	sender, _ := env.From.Parent()
 	to, ok := c.scope.Node(env.To)
 	if p, _ := env.To.Parent(); !ok || p != sender {
 		return MailUnknownWorker, string(env.To) + " is not a sibling of " + string(env.From) + " (read_mail lists them)"
 	}
-	if !to.State.Live() {
+	switch {
+	case to.InDoubt, to.NeverSettled:
+		// Its executor is lost (a resume's in-doubt worker): nobody
+		// would read the mail, as nobody takes a steer (live).
+		return MailAlreadySettled, string(env.To) + " is in doubt: its execution was lost without a receipt"
+	case !to.State.Live():
 		return MailAlreadySettled, string(env.To) + " already settled (" + string(to.State) + ")"
 	}
 	return MailDelivered, ""
+}
+
+// clipUTF8 is s cut to at most n bytes on a rune boundary.
+func clipUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // claimsAuthority reports whether text holds a phrase reserved for the
@@ -312,9 +376,20 @@ func decodeMailArgs(args canonjson.Value, a *mailArgs) error {
 	default:
 		return fmt.Errorf("%w: /kind must be %s", ErrMailArgs, mailKindsAllowed)
 	}
+	for _, f := range []struct{ ptr, v string }{{"/to", a.To}, {"/replyTo", a.ReplyTo}} {
+		if len(f.v) > MaxMailRefBytes {
+			return fmt.Errorf("%w: %s is %d bytes, over %d", ErrMailArgs, f.ptr, len(f.v), MaxMailRefBytes)
+		}
+	}
+	if n := len(a.EvidenceRefs); n > MaxMailEvidenceRefs {
+		return fmt.Errorf("%w: /evidenceRefs holds %d refs, over %d", ErrMailArgs, n, MaxMailEvidenceRefs)
+	}
 	for i, r := range a.EvidenceRefs {
 		if r == "" {
 			return fmt.Errorf("%w: /evidenceRefs/%d must be a non-empty string", ErrMailArgs, i)
+		}
+		if len(r) > MaxMailRefBytes {
+			return fmt.Errorf("%w: /evidenceRefs/%d is %d bytes, over %d", ErrMailArgs, i, len(r), MaxMailRefBytes)
 		}
 	}
 	if !utf8.ValidString(a.Subject) || !utf8.ValidString(a.Body) {
@@ -354,7 +429,7 @@ func (c *Coordinator) ReadMail(you NodeID) (MailReadout, error) {
 	parent, _ := you.Parent()
 	var peers []MailPeer
 	for _, n := range c.scope.Nodes() {
-		if p, _ := n.ID.Parent(); p == parent && n.ID != you && n.State.Live() {
+		if p, _ := n.ID.Parent(); p == parent && n.ID != you && live(n) {
 			peers = append(peers, MailPeer{WorkerID: n.ID, Label: n.Label})
 		}
 	}
