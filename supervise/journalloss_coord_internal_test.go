@@ -20,14 +20,7 @@ import (
 // carries the loss (§3.6 coordination-log.jsonl; the journal's
 // durability contract).
 func TestLostQuestionAndDecisionAreJournalLoss(t *testing.T) {
-	writer, err := profile.Parse([]byte(`{"name": "writer", "harness": "cli-base", "model": {"provider": "scripted", "default": "scripted/writer"}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	manager, err := profile.Parse([]byte(`{"name": "manager", "harness": "cli-base", "tools": {"agent_runtime_coordination_spawn_worker": true}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
+	writer, manager := writerAndManager(t)
 	n := func(v int64) *int64 { return &v }
 	asking := ExecutorFunc(func(ctx context.Context, w Work) (WorkResult, error) {
 		spent := ledger.Spend{Tokens: n(5), Iterations: n(1), MicroUSD: n(5)}

@@ -21,27 +21,10 @@ import (
 // receiver's inbox stays empty and the sender's quota whole — and the
 // run reports the lost mail record (*JournalLossError).
 func TestPeerMailLostRecordDeliversNothing(t *testing.T) {
-	writer, err := profile.Parse([]byte(`{"name": "writer", "harness": "cli-base", "model": {"provider": "scripted", "default": "scripted/writer"}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	manager, err := profile.Parse([]byte(`{"name": "manager", "harness": "cli-base", "tools": {"agent_runtime_coordination_spawn_worker": true}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
+	writer, manager := writerAndManager(t)
 	n := func(v int64) *int64 { return &v }
 	gate := make(chan struct{})
-	holding := ExecutorFunc(func(ctx context.Context, w Work) (WorkResult, error) {
-		spent := ledger.Spend{Tokens: n(0), Iterations: n(1), MicroUSD: n(0)}
-		select {
-		case <-gate:
-		case <-ctx.Done():
-			return WorkResult{Spent: spent}, context.Cause(ctx)
-		case <-time.After(30 * time.Second):
-			return WorkResult{Spent: spent}, errors.New("the gate never opened")
-		}
-		return WorkResult{Text: "DONE", Spent: spent}, nil
-	})
+	holding := gatedWorker(gate)
 	var sendErr error
 	var to, from MailReadout
 	o := Options{
@@ -77,7 +60,7 @@ func TestPeerMailLostRecordDeliversNothing(t *testing.T) {
 			return BrainReport{}, nil
 		}),
 	}
-	_, err = Supervise(context.Background(), manager, "t", o)
+	_, err := Supervise(context.Background(), manager, "t", o)
 	if sendErr == nil {
 		t.Error("send_mail with its record refused: no error")
 	}
@@ -100,27 +83,10 @@ func TestPeerMailLostRecordDeliversNothing(t *testing.T) {
 // its own send_mail is ErrMailSenderSettled, as the steer controller
 // treats it (live: not in doubt, not never-settled).
 func TestPeerMailInDoubtWorkerIsNoPeer(t *testing.T) {
-	writer, err := profile.Parse([]byte(`{"name": "writer", "harness": "cli-base", "model": {"provider": "scripted", "default": "scripted/writer"}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	manager, err := profile.Parse([]byte(`{"name": "manager", "harness": "cli-base", "tools": {"agent_runtime_coordination_spawn_worker": true}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
+	writer, manager := writerAndManager(t)
 	n := func(v int64) *int64 { return &v }
 	gate := make(chan struct{})
-	holding := ExecutorFunc(func(ctx context.Context, w Work) (WorkResult, error) {
-		spent := ledger.Spend{Tokens: n(0), Iterations: n(1), MicroUSD: n(0)}
-		select {
-		case <-gate:
-		case <-ctx.Done():
-			return WorkResult{Spent: spent}, context.Cause(ctx)
-		case <-time.After(30 * time.Second):
-			return WorkResult{Spent: spent}, errors.New("the gate never opened")
-		}
-		return WorkResult{Text: "DONE", Spent: spent}, nil
-	})
+	holding := gatedWorker(gate)
 	var outcome any
 	var sendErr, fromDoubtErr error
 	var peers []MailPeer
@@ -167,4 +133,38 @@ func TestPeerMailInDoubtWorkerIsNoPeer(t *testing.T) {
 	if len(peers) != 0 {
 		t.Errorf("read_mail peers: %+v, want none (the sibling is in doubt)", peers)
 	}
+}
+
+// writerAndManager are the internal tests' scripted worker profile
+// "writer" and a manager granted spawn_worker.
+func writerAndManager(t *testing.T) (writer, manager *profile.Profile) {
+	t.Helper()
+	var err error
+	writer, err = profile.Parse([]byte(`{"name": "writer", "harness": "cli-base", "model": {"provider": "scripted", "default": "scripted/writer"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	manager, err = profile.Parse([]byte(`{"name": "manager", "harness": "cli-base", "tools": {"agent_runtime_coordination_spawn_worker": true}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return writer, manager
+}
+
+// gatedWorker is a worker that delivers "DONE" once gate is closed (one
+// iteration, no tokens or dollars), or ends with its context, or after
+// 30 s saying the gate never opened.
+func gatedWorker(gate <-chan struct{}) Executor {
+	n := func(v int64) *int64 { return &v }
+	return ExecutorFunc(func(ctx context.Context, w Work) (WorkResult, error) {
+		spent := ledger.Spend{Tokens: n(0), Iterations: n(1), MicroUSD: n(0)}
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return WorkResult{Spent: spent}, context.Cause(ctx)
+		case <-time.After(30 * time.Second):
+			return WorkResult{Spent: spent}, errors.New("the gate never opened")
+		}
+		return WorkResult{Text: "DONE", Spent: spent}, nil
+	})
 }
