@@ -2,6 +2,7 @@ package coordmcp
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -22,17 +23,28 @@ import (
 // call by the call bound; past it the harness gets a tool result
 // {error: run-unresponsive}, and the relay goes on serving.
 func TestRelayedCallsOfAStalledRunAreBounded(t *testing.T) {
-	// The "live run": an MCP endpoint whose verbs never answer.
+	// The "live run": an MCP endpoint whose verbs never answer while
+	// the test runs. They end when the test does (released before the
+	// server closes): the SDK's session close waits for its handlers,
+	// and a call the relay gave up on is not always cancelled on the
+	// server first, so a handler waiting on its ctx alone held
+	// srv.Close for ever (seen once in CI: 23 minutes).
 	stalled := mcp.NewServer(&mcp.Implementation{Name: "stalled-run", Version: "1"}, nil)
+	release := make(chan struct{})
 	for _, verb := range []string{supervise.VerbAwaitEvent, supervise.VerbObserveAgent} {
 		stalled.AddTool(&mcp.Tool{Name: supervise.ToolPrefix + verb, InputSchema: map[string]any{"type": "object"}},
 			func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-				<-ctx.Done()
-				return nil, ctx.Err()
+				select {
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				case <-release:
+					return nil, errors.New("the test ended")
+				}
 			})
 	}
 	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return stalled }, nil))
 	defer srv.Close()
+	defer close(release) // before srv.Close: deferred calls run last first
 	dir := t.TempDir()
 	if _, err := writeEndpoint(dir, Endpoint{SchemaVersion: EndpointSchemaVersion, RunID: "stalled", URL: srv.URL,
 		Token: strings.Repeat("t", 40), PID: 1}); err != nil {
