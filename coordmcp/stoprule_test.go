@@ -39,7 +39,7 @@ func TestHarnessManagerStopRulePanicIsDriverFailed(t *testing.T) {
 		t.Fatal(err)
 	}
 	if res.Status != supervise.StatusNoWinner || res.Reason != supervise.ReasonDriverFailed || res.Error == nil ||
-		res.Error.Name != "*supervise.StopRuleError" || !strings.Contains(res.Error.Message, "the caller's rule broke") {
+		res.Error.Name != "StopRuleError" || !strings.Contains(res.Error.Message, "the caller's rule broke") {
 		t.Errorf("status %s reason %s error %+v winner %+v; want driver-failed with the StopRuleError", res.Status, res.Reason, res.Error, res.Winner)
 	}
 	if reads.Load() != 1 {

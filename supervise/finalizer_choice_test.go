@@ -156,7 +156,7 @@ func TestFinalizerChoosesTheWinner(t *testing.T) {
 					t.Errorf("FinalizerNote %q, want it to say %q", res.FinalizerNote, tc.note)
 				}
 				if tc.errMatch != "" {
-					if res.Error == nil || res.Error.Name != "*supervise.FinalizerError" || !strings.Contains(res.Error.Message, tc.errMatch) {
+					if res.Error == nil || res.Error.Name != "FinalizerError" || !strings.Contains(res.Error.Message, tc.errMatch) {
 						t.Errorf("error %+v, want a *supervise.FinalizerError saying %q", res.Error, tc.errMatch)
 					}
 				} else if res.Error != nil {

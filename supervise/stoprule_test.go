@@ -427,7 +427,7 @@ func TestStopRuleAndOnProgressStopPanicOrBlockAreBounded(t *testing.T) {
 				return
 			}
 			if res.Status != supervise.StatusNoWinner || res.Reason != supervise.ReasonDriverFailed || res.Error == nil ||
-				res.Error.Name != "*supervise.StopRuleError" || !strings.Contains(res.Error.Message, tc.failed) {
+				res.Error.Name != "StopRuleError" || !strings.Contains(res.Error.Message, tc.failed) {
 				t.Errorf("status %s reason %s error %+v; want driver-failed with %q", res.Status, res.Reason, res.Error, tc.failed)
 			}
 			if res.ProgressStop != nil || res.Winner != nil || brain.settled != 1 || brain.refused["error"] != string(supervise.CodeScopeAborted) {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go/token"
 	"log/slog"
 	"maps"
+	"reflect"
 	"slices"
 	"strconv"
 	"time"
@@ -555,7 +557,10 @@ type Winner struct {
 	Submitted bool
 }
 
-// DriverError is a failed brain's error.
+// DriverError is a failed brain's error: Name is the first exported
+// error type along its chain (StopRuleError, FinalizerError), or
+// "Error" for an anonymous one (errors.New, fmt.Errorf, errors.Join);
+// Message is the error's text.
 type DriverError struct {
 	Name, Message string
 }
@@ -1504,19 +1509,54 @@ var errBudgetStop = errors.New("supervise: the manager's loop stopped: budget or
 
 func budgetStop(err error) bool { return errors.Is(err, errBudgetStop) }
 
+// errorName is a driver-failed result's error.name (§3.6 error{name,
+// message}): the name of the first exported error type along err's
+// chain — its Go type name without package or pointer, as a
+// TypeScript class name reads (StopRuleError, DriverAttemptsError) —
+// or "Error" when the chain holds only anonymous errors (errors.New,
+// fmt.Errorf, errors.Join), the reference's name for a plain Error.
+// A kernel.RunError with a cause is a carrier, not the cause: it is
+// looked through.
+// The walk follows single and joined unwrapping depth first and visits
+// at most maxErrorNameDepth errors, so a hostile chain cannot hold it.
 func errorName(err error) string {
-	for {
-		u := errors.Unwrap(err)
-		if u == nil {
-			break
+	const maxErrorNameDepth = 64
+	stack := []error{err}
+	for seen := 0; len(stack) > 0 && seen < maxErrorNameDepth; seen++ {
+		e := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if e == nil {
+			continue
 		}
-		var re *kernel.RunError
-		if !errors.As(err, &re) {
-			break
+		if re, carrier := e.(*kernel.RunError); !carrier || re.Cause == nil {
+			if name := exportedTypeName(e); name != "" {
+				return name
+			}
 		}
-		err = u
+		switch u := e.(type) {
+		case interface{ Unwrap() []error }:
+			kids := u.Unwrap()
+			for i := len(kids) - 1; i >= 0; i-- {
+				stack = append(stack, kids[i])
+			}
+		case interface{ Unwrap() error }:
+			stack = append(stack, u.Unwrap())
+		}
 	}
-	return fmt.Sprintf("%T", err)
+	return "Error"
+}
+
+// exportedTypeName is e's dynamic type name without package or
+// pointer when that name is exported, else "".
+func exportedTypeName(e error) string {
+	t := reflect.TypeOf(e)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if name := t.Name(); name != "" && token.IsExported(name) {
+		return name
+	}
+	return ""
 }
 
 func addTotals(a, b SpentTotal) SpentTotal {

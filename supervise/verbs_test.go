@@ -194,12 +194,12 @@ func TestDriverFailedBehaviour42(t *testing.T) {
 		reason  supervise.NoWinnerReason
 		wantErr *supervise.DriverError
 	}{
-		{"throwing driver, no children", 0, 10_000, supervise.ReasonDriverFailed, &supervise.DriverError{Name: "*errors.errorString", Message: "boom"}},
+		{"throwing driver, no children", 0, 10_000, supervise.ReasonDriverFailed, &supervise.DriverError{Name: "Error", Message: "boom"}},
 		{"budget exhausted outranks the throw", 2, 1_000, supervise.ReasonBudgetExhausted, nil},
 		// A dollar request under a root without a dollar ceiling is
 		// refused usd-unbudgeted: no pool ran out ("the fix is to budget
 		// the root, not to ask for less"), so the throw is reported.
-		{"usd-unbudgeted is not an exhausted budget", -1, 10_000, supervise.ReasonDriverFailed, &supervise.DriverError{Name: "*errors.errorString", Message: "boom"}},
+		{"usd-unbudgeted is not an exhausted budget", -1, 10_000, supervise.ReasonDriverFailed, &supervise.DriverError{Name: "Error", Message: "boom"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

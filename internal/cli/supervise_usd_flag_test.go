@@ -44,7 +44,7 @@ func TestSuperviseDollarFlagsRefuseNonFinite(t *testing.T) {
 // TestSuperviseNegativeMaxTurnsIsAUsageError: --max-turns -1 is refused
 // before any run starts (exit 2, nothing on stdout). Before, the run
 // started, journaled a run directory and ended no-winner driver-failed
-// with error {name: "*errors.joinError", message: "kernel: invalid
+// with error {name: "*errors.joinError" (now "Error"), message: "kernel: invalid
 // options: MaxToolTurns: -1 is negative"} (exit 1). §3.6 maxTurns.
 func TestSuperviseNegativeMaxTurnsIsAUsageError(t *testing.T) {
 	t.Parallel()
