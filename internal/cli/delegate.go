@@ -37,7 +37,9 @@ type mcpDelegateFlags struct {
 	baseURL, openaiAPI                      string
 	expect, checkCmd                        string
 	// checkCmdGiven: --check-cmd was given (an empty one is refused).
-	checkCmdGiven                              bool
+	checkCmdGiven bool
+	// budgetUSDGiven: --budget-usd was given (0 is refused: see zeroDollarCap).
+	budgetUSDGiven                             bool
 	checkTimeout                               time.Duration
 	runDir                                     string
 	budgetTokens, iterations, workerTokens     int64
@@ -101,6 +103,7 @@ traced over OTLP/HTTP as agentrt supervise's is.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.checkCmdGiven = cmd.Flags().Changed("check-cmd")
+			f.budgetUSDGiven = cmd.Flags().Changed("budget-usd")
 			return runMCPDelegate(cmd.Context(), stdio, open, f)
 		},
 	}
@@ -121,7 +124,7 @@ traced over OTLP/HTTP as agentrt supervise's is.`,
 	fl.StringVar(&f.runDir, "run-dir", "", "directory of the delegations' journals (default $AGENTRT_HOME/delegations, ~/.agentrt/delegations)")
 	fl.Int64Var(&f.budgetTokens, "budget-tokens", 100_000, "token cap of one delegation, manager included (also its default)")
 	fl.Int64Var(&f.iterations, "iterations", 8, "iteration cap of one delegation (each worker run is one; also its default)")
-	fl.Float64Var(&f.budgetUSD, "budget-usd", 0, "dollar cap of one delegation (default: none)")
+	fl.Float64Var(&f.budgetUSD, "budget-usd", 0, "dollar cap of one delegation, positive (default: none)")
 	fl.Int64Var(&f.workerTokens, "worker-tokens", 0, "tokens each worker reserves (default: a quarter of the delegation's tokens, half with one worker profile)")
 	fl.Float64Var(&f.workerUSD, "worker-usd", 0, "dollars each worker reserves (default: none)")
 	fl.IntVar(&f.maxLive, "max-live", 0, "most workers live at once in one delegation (default: no cap)")
@@ -139,6 +142,9 @@ traced over OTLP/HTTP as agentrt supervise's is.`,
 
 func runMCPDelegate(ctx context.Context, stdio IO, open providerOpener, f mcpDelegateFlags) (err error) {
 	if err := dollarFlags(usdFlag("--budget-usd", f.budgetUSD), usdFlag("--worker-usd", f.workerUSD)); err != nil {
+		return err
+	}
+	if err := zeroDollarCap(f.budgetUSDGiven, f.budgetUSD); err != nil {
 		return err
 	}
 	switch {

@@ -171,3 +171,16 @@ func dollarFlags(flags ...dollarFlag) error {
 	}
 	return nil
 }
+
+// zeroDollarCap refuses --budget-usd given as 0. A left-out flag means
+// no dollar ceiling, and the flag's zero value is how the commands tell
+// the two apart, so an explicit 0 used to run uncapped: a run the
+// caller meant to spend nothing could spend without bound. A ceiling of
+// no dollars cannot be honoured either (any worker that reports a cost
+// exceeds it), so it is a usage error naming both ways out.
+func zeroDollarCap(given bool, usd float64) error {
+	if given && usd == 0 {
+		return usage("--budget-usd 0 would cap the run at no dollars, which a worker that reports a cost exceeds: give a positive amount, or leave the flag out for no dollar ceiling")
+	}
+	return nil
+}

@@ -151,6 +151,9 @@ none or its journal lost part of it, 2 on usage errors.`,
 			if err := dollarFlags(usdFlag("--budget-usd", budgetUSD), usdFlag("--worker-usd", workerUSD)); err != nil {
 				return err
 			}
+			if err := zeroDollarCap(cmd.Flags().Changed("budget-usd"), budgetUSD); err != nil {
+				return err
+			}
 			switch {
 			case strings.TrimSpace(task) == "" && !resume:
 				return usage("--task is required")
@@ -428,7 +431,7 @@ none or its journal lost part of it, 2 on usage errors.`,
 	fleetFlags.register(cmd)
 	cmd.Flags().StringVar(&seatsPath, "seats", "", "a JSON file naming the provider of each seat stage, as for agentrt run --seats: a worker whose profile has seats walks its chain, moving on to its next stage (the same worker) on a quota refusal; every stage is resolved before the run starts")
 	f.Int64Var(&budgetTokens, "budget-tokens", 100_000, "token ceiling of the whole run, manager included")
-	f.Float64Var(&budgetUSD, "budget-usd", 0, "dollar ceiling of the whole run (default: none)")
+	f.Float64Var(&budgetUSD, "budget-usd", 0, "dollar ceiling of the whole run, positive (default: none)")
 	f.Int64Var(&iterations, "iterations", 8, "worker iteration ceiling of the whole run (each worker run is one)")
 	f.Int64Var(&workerTokens, "worker-tokens", 0, "tokens each worker reserves (default: a quarter of --budget-tokens, half with one worker profile)")
 	f.Float64Var(&workerUSD, "worker-usd", 0, "dollars each worker reserves (default: none)")

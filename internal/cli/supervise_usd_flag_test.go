@@ -56,3 +56,33 @@ func TestSuperviseNegativeMaxTurnsIsAUsageError(t *testing.T) {
 		t.Errorf("--max-turns -1: exit %d, stdout %d bytes, stderr %q; want a usage error (2) naming --max-turns and no run", code, len(out), errOut)
 	}
 }
+
+// TestExplicitZeroDollarCapIsAUsageError: --budget-usd 0 given on the
+// command line is refused (exit 2, nothing on stdout) by supervise and
+// mcp delegate alike. Before, the flag's zero value doubled as "no
+// ceiling", so a run the caller capped at nothing ran uncapped. Leaving
+// the flag out still means no dollar ceiling. §3.6 budget, behaviour 38.
+func TestExplicitZeroDollarCapIsAUsageError(t *testing.T) {
+	t.Parallel()
+	manager := filepath.Join("..", "..", "examples", "profiles", "delegation-manager.json")
+	for _, zero := range []string{"0", "-0", "0.0"} {
+		for name, args := range map[string][]string{
+			"supervise":    {"supervise", manager, "--task", "x", "--worker", noteWriter, "--json"},
+			"mcp delegate": {"mcp", "delegate", "--manager", supManager, "--worker", noteWriter},
+		} {
+			t.Run(name+" "+zero, func(t *testing.T) {
+				t.Parallel()
+				dir := t.TempDir()
+				args := append(append([]string{}, args...), "--budget-usd", zero, "--db", filepath.Join(dir, "r.db"))
+				if name == "supervise" {
+					args = append(args, "--workspace", dir)
+				}
+				out, errOut, code := run(t, "", args...)
+				if code != 2 || out != "" || !strings.Contains(errOut, "--budget-usd 0") || !strings.Contains(errOut, "leave the flag out") {
+					t.Errorf("%s --budget-usd %s: exit %d, stdout %d bytes, stderr %q; want a usage error (2) naming the flag and both ways out",
+						name, zero, code, len(out), errOut)
+				}
+			})
+		}
+	}
+}
