@@ -179,8 +179,13 @@ func TestRG8PinningAndRefusedSpawnsBehaviour52(t *testing.T) {
 		if err != nil {
 			t.Errorf("Spawn(coder) with an authored profile: %v, want admitted and pinned", err)
 		}
-		if _, err := d.Spawn(ctx, supervise.SpawnArgs{Profile: "coder", Task: "write it", Label: "critic"}); err != nil {
+		s, err := d.Spawn(ctx, supervise.SpawnArgs{Profile: "coder", Task: "write it", Label: "critic"})
+		if err != nil {
 			t.Errorf("Spawn(coder): %v", err)
+		}
+		// A worker node has no spawn tool: a spawn under it is refused.
+		if _, err := d.Spawn(ctx, supervise.SpawnArgs{Profile: "coder", Task: "nested", Parent: s.WorkerID}); err == nil {
+			t.Errorf("a spawn under the coder worker %s was admitted", s.WorkerID)
 		}
 		rg8Await(ctx, t, d, 4)
 		return supervise.BrainReport{Text: "done"}, nil
@@ -199,6 +204,12 @@ func TestRG8PinningAndRefusedSpawnsBehaviour52(t *testing.T) {
 	}
 	if ds := ex.digests["coder"]; len(ds) != 2 || ds[0] != canon || ds[1] != canon {
 		t.Errorf("coder ran profile digests %v, want the canonical %s twice", ds, canon)
+	}
+	// A worker labelled like the analyst node is still the coder: the
+	// analyzes edge over coder fires on both settles, and nothing
+	// treats the label as a node.
+	if got := ex.count("critic"); got != 2 {
+		t.Errorf("critic ran %d times, want 2 (once per coder settle)", got)
 	}
 	if res.Result.Status != supervise.StatusWinner {
 		t.Errorf("status %q, want winner", res.Result.Status)
@@ -389,5 +400,58 @@ func TestRG8NilRegistryIsBuiltin(t *testing.T) {
 	var ve *graph.ValidationError
 	if !errors.As(err, &ve) || ve.Pointer() != "/edges/0/directive" {
 		t.Errorf("Validate of an unknown handle without a Registry: %v, want a ValidationError at /edges/0/directive", err)
+	}
+}
+
+// §3.7 analyzes: findings routed to a node with no live worker (never
+// spawned) cross no edge: the traversal is ledgered unpropagated with a
+// reason, never delivered, and the analyst still ran once on the pool.
+func TestRG8FindingsToANodeWithoutALiveWorker(t *testing.T) {
+	ctx := context.Background()
+	doc := `{
+  "nodes": [
+    {"id": "driver", "profile": {"name": "driver", "harness": "cli-base", "model": {"default": "scripted/driver"},
+      "tools": {"agent_runtime_coordination_spawn_worker": true}}},
+    {"id": "coder", "profile": {"name": "coder", "harness": "cli-base", "model": {"provider": "scripted", "default": "scripted/coder"}}},
+    {"id": "reviewer", "profile": {"name": "reviewer", "harness": "cli-base", "model": {"provider": "scripted", "default": "scripted/reviewer"}}},
+    {"id": "critic", "profile": {"name": "critic", "harness": "cli-base", "model": {"provider": "scripted", "default": "scripted/critic"}}}
+  ],
+  "edges": [
+    {"kind": "delegates", "from": "driver", "to": "coder", "directive": "delegate/v1"},
+    {"kind": "delegates", "from": "driver", "to": "reviewer", "directive": "delegate/review/v1"},
+    {"kind": "analyzes", "analyst": "critic", "over": ["coder"], "to": "reviewer", "directive": "analyze/v1"}
+  ],
+  "budget": {"maxTokens": 10000, "maxIterations": 8}
+}`
+	g, err := graph.Decode([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Deliverable = supervise.Deliverable{Check: func(_ context.Context, out supervise.Output) (kernel.Verdict, error) {
+		return kernel.Verdict{Passed: out.Text == "out of coder"}, nil
+	}}
+	ex := newRG8Exec()
+	brain := graph.BrainFunc(func(ctx context.Context, d *graph.Driver, task string) (supervise.BrainReport, error) {
+		if _, err := d.Spawn(ctx, supervise.SpawnArgs{Profile: "coder", Task: "write it"}); err != nil {
+			return supervise.BrainReport{}, err
+		}
+		rg8Await(ctx, t, d, 2)
+		return supervise.BrainReport{Text: "done"}, nil
+	})
+	res, err := graph.RunGraph(ctx, g, graph.Options{Task: "t", Brain: brain, Supervise: supervise.Options{Executor: ex}})
+	if err != nil {
+		t.Fatalf("RunGraph: %v", err)
+	}
+	if ex.count("critic") != 1 || ex.count("reviewer") != 0 {
+		t.Errorf("critic ran %d, reviewer %d; want 1 and 0", ex.count("critic"), ex.count("reviewer"))
+	}
+	var an []graph.LedgerRow
+	for _, r := range res.Ledger {
+		if r.Kind == graph.Analyzes {
+			an = append(an, r)
+		}
+	}
+	if len(an) != 1 || an[0].Outcome != graph.OutcomeUnpropagated || an[0].Reason == "" || an[0].Bytes != 0 {
+		t.Errorf("analyzes rows %+v, want one unpropagated with a reason and 0 bytes", an)
 	}
 }
