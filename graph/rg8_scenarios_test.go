@@ -461,3 +461,56 @@ func TestRG8FindingsToANodeWithoutALiveWorker(t *testing.T) {
 		t.Errorf("analyzes rows %+v, want one unpropagated with a reason and 0 bytes", an)
 	}
 }
+
+// §3.7 cap + §6 / behaviour 38: a spawn the pool refuses (a ceiling past
+// what is free, a usd request on a root without maxUsd) is ledgered
+// unpropagated and does not spend the edge's cap (the reference charges
+// a spawn row only when a live worker binds it); the pool is untouched
+// by the refusals and conserved at the end (behaviour 36).
+func TestRG8PoolRefusedSpawnsSpendNoCapBehaviour38(t *testing.T) {
+	ctx := context.Background()
+	g := rg8Graph(t, 1, func(s string) bool { return s == "out of coder" })
+	ex := newRG8Exec()
+	var codes []string
+	var readout ledger.Readout
+	brain := graph.BrainFunc(func(ctx context.Context, d *graph.Driver, task string) (supervise.BrainReport, error) {
+		before := d.Readout()
+		huge, usd := int64(1_000_000), 0.5
+		for _, b := range []*supervise.SpawnBudget{{Tokens: &huge}, {USD: &usd}} {
+			_, err := d.Spawn(ctx, supervise.SpawnArgs{Profile: "coder", Task: "x", Budget: b})
+			c, _ := supervise.CodeOf(err)
+			codes = append(codes, string(c))
+		}
+		if diff := before.Channels["tokens"]; d.Readout().Channels["tokens"] != diff {
+			t.Errorf("refused spawns moved the pool: %+v -> %+v", diff, d.Readout().Channels["tokens"])
+		}
+		if _, err := d.Spawn(ctx, supervise.SpawnArgs{Profile: "coder", Task: "write it"}); err != nil {
+			t.Errorf("the first admitted spawn of a cap-1 edge after two refusals: %v", err)
+		}
+		rg8Await(ctx, t, d, 2)
+		readout = d.Readout()
+		return supervise.BrainReport{Text: "done"}, nil
+	})
+	res, err := graph.RunGraph(ctx, g, graph.Options{Task: "t", Brain: brain, Supervise: supervise.Options{Executor: ex}})
+	if err != nil {
+		t.Fatalf("RunGraph: %v", err)
+	}
+	if strings.Join(codes, ",") != "budget-exhausted,usd-unbudgeted" {
+		t.Errorf("refusal codes %v, want budget-exhausted, usd-unbudgeted", codes)
+	}
+	var got []string
+	for _, r := range res.Ledger {
+		if r.Kind == graph.Delegates {
+			got = append(got, fmt.Sprintf("%d:%s", r.Traversal, r.Outcome))
+		}
+	}
+	if strings.Join(got, ",") != "1:unpropagated,2:unpropagated,3:delivered" {
+		t.Errorf("delegates rows %v, want two unpropagated refusals then the delivered spawn", got)
+	}
+	if res.Result.Status != supervise.StatusWinner || ex.count("coder") != 1 {
+		t.Errorf("status %q, coder ran %d; want a winner from one run", res.Result.Status, ex.count("coder"))
+	}
+	if err := readout.Conserved(); err != nil {
+		t.Errorf("pool not conserved: %v", err)
+	}
+}
