@@ -64,8 +64,9 @@
 // JournaledTask reads it back without resuming.
 //
 // Directives: BuiltinRegistry holds delegate/…/v1 and analyze/…/v1
-// directives a graph may name without a registry of its own;
-// Registry.With layers a caller's over them.
+// directives a graph may name without a registry of its own (it is
+// the registry of an Options whose Registry is nil); Registry.With
+// layers a caller's over them.
 //
 // Everything is validated before anything is spent (Validate); every
 // refusal is a *ValidationError naming the offending path or a

@@ -147,6 +147,16 @@ func checkDirective(h, t string) string {
 	return ""
 }
 
+// registry is the directive registry o's edges resolve in: o.Registry,
+// or BuiltinRegistry when it is nil (spec runtime §3.7: the directive
+// registry defaults to the seeded one).
+func (o Options) registry() *Registry {
+	if o.Registry == nil {
+		return BuiltinRegistry()
+	}
+	return o.Registry
+}
+
 // Resolve returns the text of handle h.
 func (r *Registry) Resolve(h string) (string, bool) {
 	if r == nil {

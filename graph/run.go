@@ -49,7 +49,8 @@ type Options struct {
 	// spawn, by id) is appended to it. On resume an empty Task adopts
 	// the journaled one, and another is refused.
 	Task string
-	// Registry resolves every edge's directive handle.
+	// Registry resolves every edge's directive handle; nil is
+	// BuiltinRegistry.
 	Registry *Registry
 	// Brain, when set, is the caller-owned root brain; it drives the
 	// graph through a Driver and owns its model's identity and usage
@@ -122,6 +123,7 @@ const EventFinding = supervise.EventFinding
 // its GraphResult with supervise's error beside it
 // (supervise.ErrJournalIncomplete, supervise.ErrOutcomeNotJournaled).
 func RunGraph(ctx context.Context, g Graph, o Options) (GraphResult, error) {
+	o.Registry = o.registry()
 	pl, err := validate(g, o)
 	if err != nil {
 		return GraphResult{}, err

@@ -49,6 +49,7 @@ func Validate(g Graph, o Options) error {
 }
 
 func validate(g Graph, o Options) (*plan, error) {
+	o.Registry = o.registry()
 	if err := checkOptions(o); err != nil {
 		return nil, err
 	}
