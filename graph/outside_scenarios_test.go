@@ -1,6 +1,6 @@
 package graph_test
 
-// RG8: scenarios an outside tester writes against §3.7 runGraph through
+// Scenarios an outside tester writes against §3.7 runGraph through
 // the Go API, each with its own scripted executor and caller brain.
 
 import (
@@ -19,10 +19,10 @@ import (
 	"github.com/agentrt/agentrt/supervise"
 )
 
-// rg8Exec records every Execute by the profile name it ran and the
+// outsideExec records every Execute by the profile name it ran and the
 // digest of the profile it was given. A worker whose profile is named in
 // fail errors; one named in block waits for ctx or release.
-type rg8Exec struct {
+type outsideExec struct {
 	mu      sync.Mutex
 	calls   map[string]int
 	digests map[string][]string
@@ -34,12 +34,12 @@ type rg8Exec struct {
 	text    func(w supervise.Work) string
 }
 
-func newRG8Exec() *rg8Exec {
-	return &rg8Exec{calls: map[string]int{}, digests: map[string][]string{}, tasks: map[string][]string{}, steers: map[string][]string{},
+func newOutsideExec() *outsideExec {
+	return &outsideExec{calls: map[string]int{}, digests: map[string][]string{}, tasks: map[string][]string{}, steers: map[string][]string{},
 		fail: map[string]bool{}, block: map[string]bool{}, release: make(chan struct{})}
 }
 
-func (e *rg8Exec) Execute(ctx context.Context, w supervise.Work) (supervise.WorkResult, error) {
+func (e *outsideExec) Execute(ctx context.Context, w supervise.Work) (supervise.WorkResult, error) {
 	d, err := profile.Digest(w.Profile)
 	if err != nil {
 		return supervise.WorkResult{}, err
@@ -91,9 +91,9 @@ func (e *rg8Exec) Execute(ctx context.Context, w supervise.Work) (supervise.Work
 }
 
 // ReadsInbox: the workers take their steers (supervise.InboxReader).
-func (e *rg8Exec) ReadsInbox() bool { return true }
+func (e *outsideExec) ReadsInbox() bool { return true }
 
-func (e *rg8Exec) count(name string) int {
+func (e *outsideExec) count(name string) int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.calls[name]
@@ -150,7 +150,7 @@ func rg8Await(ctx context.Context, t *testing.T, d *graph.Driver, n int) []super
 // node's canonical profile; a spawn naming no worker node (unknown, the
 // root, an analyst node) or carrying an authored profile is refused with
 // no executor call.
-func TestRG8PinningAndRefusedSpawnsBehaviour52(t *testing.T) {
+func TestOutsidePinningAndRefusedSpawnsBehaviour52(t *testing.T) {
 	ctx := context.Background()
 	g := rg8Graph(t, 4, func(string) bool { return true })
 	var canon string
@@ -163,7 +163,7 @@ func TestRG8PinningAndRefusedSpawnsBehaviour52(t *testing.T) {
 			canon = d
 		}
 	}
-	ex := newRG8Exec()
+	ex := newOutsideExec()
 	refusals := map[string]error{}
 	brain := graph.BrainFunc(func(ctx context.Context, d *graph.Driver, task string) (supervise.BrainReport, error) {
 		for _, p := range []string{"ghost", "driver", "critic", "Coder", " coder"} {
@@ -224,10 +224,10 @@ func TestRG8PinningAndRefusedSpawnsBehaviour52(t *testing.T) {
 // §3.7 cap + behaviour 53: a delegates cap spent with no winner throws
 // GraphEdgeCapError carrying the ledger; a steer is a traversal that
 // consumes the edge's future spawn budget.
-func TestRG8CapSpentBySteerBehaviour53(t *testing.T) {
+func TestOutsideCapSpentBySteerBehaviour53(t *testing.T) {
 	ctx := context.Background()
 	g := rg8Graph(t, 2, func(string) bool { return false })
-	ex := newRG8Exec()
+	ex := newOutsideExec()
 	ex.block["coder"] = true
 	var secondSpawn error
 	brain := graph.BrainFunc(func(ctx context.Context, d *graph.Driver, task string) (supervise.BrainReport, error) {
@@ -290,10 +290,10 @@ func TestRG8CapSpentBySteerBehaviour53(t *testing.T) {
 // §3.7 analyzes + §9: an analyst node that fails routes nothing, and its
 // traversal is ledgered unpropagated with a reason; the pool is
 // conserved (behaviour 36) when the brain returns.
-func TestRG8FailingAnalystNodeUnpropagatedBehaviour36(t *testing.T) {
+func TestOutsideFailingAnalystNodeUnpropagatedBehaviour36(t *testing.T) {
 	ctx := context.Background()
 	g := rg8Graph(t, 2, func(s string) bool { return strings.HasPrefix(s, "out of coder") })
-	ex := newRG8Exec()
+	ex := newOutsideExec()
 	ex.fail["critic"] = true
 	var readout ledger.Readout
 	brain := graph.BrainFunc(func(ctx context.Context, d *graph.Driver, task string) (supervise.BrainReport, error) {
@@ -347,10 +347,10 @@ func TestRG8FailingAnalystNodeUnpropagatedBehaviour36(t *testing.T) {
 // §3.7 stripped: an AuthorizeMessage that narrows a steer ledgers it
 // stripped, with the narrowed bytes; one that refuses ledgers it
 // unpropagated.
-func TestRG8SteerStrippedAndRefusedBehaviour53(t *testing.T) {
+func TestOutsideSteerStrippedAndRefusedBehaviour53(t *testing.T) {
 	ctx := context.Background()
 	g := rg8Graph(t, 5, func(string) bool { return true })
-	ex := newRG8Exec()
+	ex := newOutsideExec()
 	ex.block["coder"] = true
 	auth := func(_ context.Context, m graph.Message) (string, error) {
 		if strings.Contains(m.Instruction, "rm -rf") {
@@ -392,9 +392,9 @@ func TestRG8SteerStrippedAndRefusedBehaviour53(t *testing.T) {
 // resolves in the built-in one (the reference's default is its seeded
 // registry), in Validate and in RunGraph alike; a handle the built-in
 // registry lacks is still refused before any spend.
-func TestRG8NilRegistryIsBuiltin(t *testing.T) {
+func TestOutsideNilRegistryIsBuiltin(t *testing.T) {
 	g := rg8Graph(t, 1, func(string) bool { return true })
-	ex := newRG8Exec()
+	ex := newOutsideExec()
 	brain := graph.BrainFunc(func(context.Context, *graph.Driver, string) (supervise.BrainReport, error) {
 		return supervise.BrainReport{}, nil
 	})
@@ -412,7 +412,7 @@ func TestRG8NilRegistryIsBuiltin(t *testing.T) {
 // §3.7 analyzes: findings routed to a node with no live worker (never
 // spawned) cross no edge: the traversal is ledgered unpropagated with a
 // reason, never delivered, and the analyst still ran once on the pool.
-func TestRG8FindingsToANodeWithoutALiveWorker(t *testing.T) {
+func TestOutsideFindingsToANodeWithoutALiveWorker(t *testing.T) {
 	ctx := context.Background()
 	doc := `{
   "nodes": [
@@ -436,7 +436,7 @@ func TestRG8FindingsToANodeWithoutALiveWorker(t *testing.T) {
 	g.Deliverable = supervise.Deliverable{Check: func(_ context.Context, out supervise.Output) (kernel.Verdict, error) {
 		return kernel.Verdict{Passed: out.Text == "out of coder"}, nil
 	}}
-	ex := newRG8Exec()
+	ex := newOutsideExec()
 	brain := graph.BrainFunc(func(ctx context.Context, d *graph.Driver, task string) (supervise.BrainReport, error) {
 		if _, err := d.Spawn(ctx, supervise.SpawnArgs{Profile: "coder", Task: "write it"}); err != nil {
 			return supervise.BrainReport{}, err
@@ -467,10 +467,10 @@ func TestRG8FindingsToANodeWithoutALiveWorker(t *testing.T) {
 // unpropagated and does not spend the edge's cap (the reference charges
 // a spawn row only when a live worker binds it); the pool is untouched
 // by the refusals and conserved at the end (behaviour 36).
-func TestRG8PoolRefusedSpawnsSpendNoCapBehaviour38(t *testing.T) {
+func TestOutsidePoolRefusedSpawnsSpendNoCapBehaviour38(t *testing.T) {
 	ctx := context.Background()
 	g := rg8Graph(t, 1, func(s string) bool { return s == "out of coder" })
-	ex := newRG8Exec()
+	ex := newOutsideExec()
 	var codes []string
 	var readout ledger.Readout
 	brain := graph.BrainFunc(func(ctx context.Context, d *graph.Driver, task string) (supervise.BrainReport, error) {
