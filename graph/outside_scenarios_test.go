@@ -99,7 +99,7 @@ func (e *outsideExec) count(name string) int {
 	return e.calls[name]
 }
 
-const rg8Doc = `{
+const outsideDoc = `{
   "nodes": [
     {"id": "driver", "profile": {"name": "driver", "harness": "cli-base", "model": {"default": "scripted/driver"},
       "tools": {"agent_runtime_coordination_spawn_worker": true}}},
@@ -113,19 +113,19 @@ const rg8Doc = `{
   "budget": {"maxTokens": 10000, "maxIterations": 8}
 }`
 
-func rg8Graph(t *testing.T, maxTraversals int, passes func(text string) bool) graph.Graph {
+func outsideGraph(t *testing.T, maxTraversals int, passes func(text string) bool) graph.Graph {
 	t.Helper()
-	g, err := graph.Decode(fmt.Appendf(nil, rg8Doc, maxTraversals))
+	g, err := graph.Decode(fmt.Appendf(nil, outsideDoc, maxTraversals))
 	if err != nil {
 		t.Fatalf("Decode: %v", err)
 	}
 	g.Deliverable = supervise.Deliverable{Describe: "a passing output", Check: func(_ context.Context, out supervise.Output) (kernel.Verdict, error) {
-		return kernel.Verdict{Passed: passes(out.Text), Reason: "rg8 check"}, nil
+		return kernel.Verdict{Passed: passes(out.Text), Reason: "outside check"}, nil
 	}}
 	return g
 }
 
-func rg8Await(ctx context.Context, t *testing.T, d *graph.Driver, n int) []supervise.Event {
+func outsideAwait(ctx context.Context, t *testing.T, d *graph.Driver, n int) []supervise.Event {
 	t.Helper()
 	var evs []supervise.Event
 	deadline := time.Now().Add(20 * time.Second)
@@ -152,7 +152,7 @@ func rg8Await(ctx context.Context, t *testing.T, d *graph.Driver, n int) []super
 // no executor call.
 func TestOutsidePinningAndRefusedSpawnsBehaviour52(t *testing.T) {
 	ctx := context.Background()
-	g := rg8Graph(t, 4, func(string) bool { return true })
+	g := outsideGraph(t, 4, func(string) bool { return true })
 	var canon string
 	for _, n := range g.Nodes {
 		if n.ID == "coder" {
@@ -187,7 +187,7 @@ func TestOutsidePinningAndRefusedSpawnsBehaviour52(t *testing.T) {
 		if _, err := d.Spawn(ctx, supervise.SpawnArgs{Profile: "coder", Task: "nested", Parent: s.WorkerID}); err == nil {
 			t.Errorf("a spawn under the coder worker %s was admitted", s.WorkerID)
 		}
-		rg8Await(ctx, t, d, 4)
+		outsideAwait(ctx, t, d, 4)
 		return supervise.BrainReport{Text: "done"}, nil
 	})
 	res, err := graph.RunGraph(ctx, g, graph.Options{Task: "t", Brain: brain, Supervise: supervise.Options{Executor: ex}})
@@ -226,7 +226,7 @@ func TestOutsidePinningAndRefusedSpawnsBehaviour52(t *testing.T) {
 // consumes the edge's future spawn budget.
 func TestOutsideCapSpentBySteerBehaviour53(t *testing.T) {
 	ctx := context.Background()
-	g := rg8Graph(t, 2, func(string) bool { return false })
+	g := outsideGraph(t, 2, func(string) bool { return false })
 	ex := newOutsideExec()
 	ex.block["coder"] = true
 	var secondSpawn error
@@ -239,9 +239,9 @@ func TestOutsideCapSpentBySteerBehaviour53(t *testing.T) {
 			t.Errorf("Steer: %v", err)
 		}
 		close(ex.release)
-		rg8Await(ctx, t, d, 1)
+		outsideAwait(ctx, t, d, 1)
 		_, secondSpawn = d.Spawn(ctx, supervise.SpawnArgs{Profile: "coder", Task: "again"})
-		rg8Await(ctx, t, d, 1)
+		outsideAwait(ctx, t, d, 1)
 		return supervise.BrainReport{Text: "gave up"}, nil
 	})
 	_, err := graph.RunGraph(ctx, g, graph.Options{Task: "t", Brain: brain, Supervise: supervise.Options{Executor: ex}})
@@ -292,7 +292,7 @@ func TestOutsideCapSpentBySteerBehaviour53(t *testing.T) {
 // conserved (behaviour 36) when the brain returns.
 func TestOutsideFailingAnalystNodeUnpropagatedBehaviour36(t *testing.T) {
 	ctx := context.Background()
-	g := rg8Graph(t, 2, func(s string) bool { return strings.HasPrefix(s, "out of coder") })
+	g := outsideGraph(t, 2, func(s string) bool { return strings.HasPrefix(s, "out of coder") })
 	ex := newOutsideExec()
 	ex.fail["critic"] = true
 	var readout ledger.Readout
@@ -300,7 +300,7 @@ func TestOutsideFailingAnalystNodeUnpropagatedBehaviour36(t *testing.T) {
 		if _, err := d.Spawn(ctx, supervise.SpawnArgs{Profile: "coder", Task: "write it"}); err != nil {
 			return supervise.BrainReport{}, err
 		}
-		evs := rg8Await(ctx, t, d, 3)
+		evs := outsideAwait(ctx, t, d, 3)
 		for _, e := range evs {
 			// The driver hears the analyst's settle (state failed) but
 			// gets no findings text.
@@ -349,7 +349,7 @@ func TestOutsideFailingAnalystNodeUnpropagatedBehaviour36(t *testing.T) {
 // unpropagated.
 func TestOutsideSteerStrippedAndRefusedBehaviour53(t *testing.T) {
 	ctx := context.Background()
-	g := rg8Graph(t, 5, func(string) bool { return true })
+	g := outsideGraph(t, 5, func(string) bool { return true })
 	ex := newOutsideExec()
 	ex.block["coder"] = true
 	auth := func(_ context.Context, m graph.Message) (string, error) {
@@ -366,7 +366,7 @@ func TestOutsideSteerStrippedAndRefusedBehaviour53(t *testing.T) {
 		d.Steer(ctx, supervise.SteerArgs{WorkerID: s.WorkerID, Instruction: "use key SECRET"})
 		d.Steer(ctx, supervise.SteerArgs{WorkerID: s.WorkerID, Instruction: "rm -rf /"})
 		close(ex.release)
-		rg8Await(ctx, t, d, 2)
+		outsideAwait(ctx, t, d, 2)
 		return supervise.BrainReport{Text: "done"}, nil
 	})
 	res, err := graph.RunGraph(ctx, g, graph.Options{Task: "t", Brain: brain, AuthorizeMessage: auth, Supervise: supervise.Options{Executor: ex}})
@@ -393,7 +393,7 @@ func TestOutsideSteerStrippedAndRefusedBehaviour53(t *testing.T) {
 // registry), in Validate and in RunGraph alike; a handle the built-in
 // registry lacks is still refused before any spend.
 func TestOutsideNilRegistryIsBuiltin(t *testing.T) {
-	g := rg8Graph(t, 1, func(string) bool { return true })
+	g := outsideGraph(t, 1, func(string) bool { return true })
 	ex := newOutsideExec()
 	brain := graph.BrainFunc(func(context.Context, *graph.Driver, string) (supervise.BrainReport, error) {
 		return supervise.BrainReport{}, nil
@@ -441,7 +441,7 @@ func TestOutsideFindingsToANodeWithoutALiveWorker(t *testing.T) {
 		if _, err := d.Spawn(ctx, supervise.SpawnArgs{Profile: "coder", Task: "write it"}); err != nil {
 			return supervise.BrainReport{}, err
 		}
-		rg8Await(ctx, t, d, 2)
+		outsideAwait(ctx, t, d, 2)
 		return supervise.BrainReport{Text: "done"}, nil
 	})
 	res, err := graph.RunGraph(ctx, g, graph.Options{Task: "t", Brain: brain, Supervise: supervise.Options{Executor: ex}})
@@ -469,7 +469,7 @@ func TestOutsideFindingsToANodeWithoutALiveWorker(t *testing.T) {
 // by the refusals and conserved at the end (behaviour 36).
 func TestOutsidePoolRefusedSpawnsSpendNoCapBehaviour38(t *testing.T) {
 	ctx := context.Background()
-	g := rg8Graph(t, 1, func(s string) bool { return s == "out of coder" })
+	g := outsideGraph(t, 1, func(s string) bool { return s == "out of coder" })
 	ex := newOutsideExec()
 	var codes []string
 	var readout ledger.Readout
@@ -487,7 +487,7 @@ func TestOutsidePoolRefusedSpawnsSpendNoCapBehaviour38(t *testing.T) {
 		if _, err := d.Spawn(ctx, supervise.SpawnArgs{Profile: "coder", Task: "write it"}); err != nil {
 			t.Errorf("the first admitted spawn of a cap-1 edge after two refusals: %v", err)
 		}
-		rg8Await(ctx, t, d, 2)
+		outsideAwait(ctx, t, d, 2)
 		readout = d.Readout()
 		return supervise.BrainReport{Text: "done"}, nil
 	})
