@@ -866,7 +866,8 @@
 // its PeerMailMount is set — coordmcp.MountPeerMail serves them on a
 // loopback MCP endpoint of the worker's own, a random capability in the
 // path, mounted in a copy of its profile as PeerMailAlias and closed
-// when the worker ends. Nested managers' router brains are not offered
+// when the worker ends (agentrt supervise --peer-mail sets both:
+// TestSupervisePeerMailBetweenClaudeWorkers). Nested managers' router brains are not offered
 // mail; mail is not pushed into a worker's steer inbox (the reference
 // also delivers it between turns): a worker reads it with read_mail.
 //
