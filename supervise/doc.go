@@ -866,9 +866,20 @@
 // its PeerMailMount is set — coordmcp.MountPeerMail serves them on a
 // loopback MCP endpoint of the worker's own, a random capability in the
 // path, mounted in a copy of its profile as PeerMailAlias and closed
-// when the worker ends. Nested managers' router brains are not offered
-// mail; mail is not pushed into a worker's steer inbox (the reference
-// also delivers it between turns): a worker reads it with read_mail.
+// when the worker ends (agentrt supervise --peer-mail sets both:
+// TestSupervisePeerMailBetweenClaudeWorkers). A nested manager
+// (a lead) takes no mail: its router brain is offered neither tool, and
+// mail addressed to it by a sibling is refused worker-has-no-inbox (the
+// reference's refusal of a recipient without an inbox), the lead not
+// among read_mail's peers (TestPeerMailAcrossManagersRefused). Mail is
+// not pushed into a worker's steer inbox: the reference folds it into
+// the recipient's inbox as a fenced, never-forceful peer block at its
+// next step boundary, one that never holds a settle; here a
+// KernelExecutor worker takes a further turn only for a steer
+// (TakeOrSeal), so a pushed notice would either add turns a peer could
+// force on a sibling or ride only on steer turns — it waits for an
+// inbox kind that neither blocks a seal nor adds a turn. A worker reads
+// its mail with read_mail (the reference's read_mail also re-reads).
 //
 // Above it, package graph interprets one supervised run as a fixed
 // topology (runGraph) and keeps its edge ledger in this run's journal

@@ -63,18 +63,21 @@ const (
 // Mail outcomes: MailDelivered, or the refusal code a sender reads in
 // its tool result ({delivered: false, error: code, reason}).
 const (
-	MailDelivered            = "delivered"
-	MailSelfAddressed        = "self-addressed"
-	MailSendQuotaExhausted   = "send-quota-exhausted"
-	MailMailboxFull          = "mailbox-full"
-	MailThreadDepthExceeded  = "thread-depth-exceeded"
-	MailUnknownReplyTarget   = "unknown-reply-target"
-	MailEvidenceRequired     = "evidence-required"
-	MailSubjectTooLarge      = "subject-too-large"
-	MailBodyTooLarge         = "body-too-large"
-	MailForgedAuthority      = "forged-authority"
-	MailUnknownWorker        = "unknown-worker"
-	MailAlreadySettled       = "already-settled"
+	MailDelivered           = "delivered"
+	MailSelfAddressed       = "self-addressed"
+	MailSendQuotaExhausted  = "send-quota-exhausted"
+	MailMailboxFull         = "mailbox-full"
+	MailThreadDepthExceeded = "thread-depth-exceeded"
+	MailUnknownReplyTarget  = "unknown-reply-target"
+	MailEvidenceRequired    = "evidence-required"
+	MailSubjectTooLarge     = "subject-too-large"
+	MailBodyTooLarge        = "body-too-large"
+	MailForgedAuthority     = "forged-authority"
+	MailUnknownWorker       = "unknown-worker"
+	MailAlreadySettled      = "already-settled"
+	// MailWorkerHasNoInbox refuses mail to a sibling that takes none: a
+	// nested manager (its router brain has no read_mail).
+	MailWorkerHasNoInbox     = "worker-has-no-inbox"
 	mailKindsAllowed         = "ask, tell, challenge or answer"
 	mailAuthorityMarkerFirst = "[supervisor]"
 )
@@ -261,6 +264,7 @@ func (c *Coordinator) SendMail(ctx context.Context, from NodeID, args canonjson.
 	}
 	env := MailEnvelope{From: from, To: NodeID(a.To), Kind: a.Kind, Subject: a.Subject, Body: a.Body,
 		EvidenceRefs: a.EvidenceRefs, ReplyTo: a.ReplyTo, AtMS: c.now().UnixMilli()}
+	toManager := c.runsManager(env.To) // before po.mu: c.mu is never taken under it
 	po.mu.Lock()
 	defer po.mu.Unlock() // held while journaling: ids and the journal keep one order
 	env.MailID = "mail-" + strconv.Itoa(po.seq+1)
@@ -269,7 +273,7 @@ func (c *Coordinator) SendMail(ctx context.Context, from NodeID, args canonjson.
 	if hasParent {
 		env.ThreadID, env.Depth = parent.ThreadID, parent.Depth+1
 	}
-	outcome, reason := c.admitMailLocked(po, env, hasParent, parent)
+	outcome, reason := c.admitMailLocked(po, env, hasParent, parent, toManager)
 	// A refused oversize subject or body is kept clipped to its bound
 	// (Reason says how large it was): the record stays bounded.
 	env.Subject, env.Body = clipUTF8(env.Subject, po.lim.MaxSubjectBytes), clipUTF8(env.Body, po.lim.MaxBodyBytes)
@@ -285,7 +289,8 @@ func (c *Coordinator) SendMail(ctx context.Context, from NodeID, args canonjson.
 }
 
 // admitMailLocked decides one attempt, in the reference's order.
-func (c *Coordinator) admitMailLocked(po *postOffice, env MailEnvelope, hasParent bool, parent MailEnvelope) (string, string) {
+// toManager: the recipient is a nested manager (runsManager).
+func (c *Coordinator) admitMailLocked(po *postOffice, env MailEnvelope, hasParent bool, parent MailEnvelope, toManager bool) (string, string) {
 	lim := po.lim
 	if po.sent[env.From] >= lim.MaxSent {
 		return MailSendQuotaExhausted, fmt.Sprintf("%s attempted %d sends, the run's limit per worker", env.From, lim.MaxSent)
@@ -332,8 +337,22 @@ func (c *Coordinator) admitMailLocked(po *postOffice, env MailEnvelope, hasParen
 		return MailAlreadySettled, string(env.To) + " is in doubt: its execution was lost without a receipt"
 	case !to.State.Live():
 		return MailAlreadySettled, string(env.To) + " already settled (" + string(to.State) + ")"
+	case toManager:
+		// A nested manager: its brain is offered no read_mail and has no
+		// inbox mail reaches, so nobody would read it (the reference
+		// refuses a recipient without an inbox the same way).
+		return MailWorkerHasNoInbox, string(env.To) + " is a manager: it takes no peer mail"
 	}
 	return MailDelivered, ""
+}
+
+// runsManager reports whether node id's worker is a nested manager
+// (RuntimeManager): mail to it is refused worker-has-no-inbox.
+func (c *Coordinator) runsManager(id NodeID) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w, ok := c.workers[id]
+	return ok && w.runtime == RuntimeManager
 }
 
 // clipUTF8 is s cut to at most n bytes on a rune boundary.
@@ -405,7 +424,8 @@ type MailReadout struct {
 	// Inbox is every message delivered to it, oldest first; reading
 	// does not consume them.
 	Inbox []MailEnvelope `json:"inbox"`
-	// Peers are its live siblings, the ids send_mail takes.
+	// Peers are its live siblings that take mail (not nested managers),
+	// the ids send_mail takes.
 	Peers []MailPeer `json:"peers"`
 	// Sent is how many sends it attempted; SendQuotaLeft how many more
 	// it may.
@@ -429,7 +449,7 @@ func (c *Coordinator) ReadMail(you NodeID) (MailReadout, error) {
 	parent, _ := you.Parent()
 	var peers []MailPeer
 	for _, n := range c.scope.Nodes() {
-		if p, _ := n.ID.Parent(); p == parent && n.ID != you && live(n) {
+		if p, _ := n.ID.Parent(); p == parent && n.ID != you && live(n) && !c.runsManager(n.ID) {
 			peers = append(peers, MailPeer{WorkerID: n.ID, Label: n.Label})
 		}
 	}

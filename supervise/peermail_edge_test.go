@@ -361,7 +361,8 @@ func TestPeerMailInboxBytesBound(t *testing.T) {
 // §9 peer mail among siblings of one manager only: a nested lead's
 // worker (run1:s2:s3) and the root's worker (run1:s1) are not siblings,
 // so mail either way is refused unknown-worker and neither lists the
-// other among its peers.
+// other among its peers; the lead itself (run1:s2), the root worker's
+// sibling but a manager, is refused worker-has-no-inbox and is no peer.
 func TestPeerMailAcrossManagersRefused(t *testing.T) {
 	exec := &keepToolsExecutor{gate: make(chan struct{}), kept: map[string][]contract.Tool{}}
 	o := nestedOptions(t, exec, nil, nil)
@@ -386,7 +387,7 @@ func TestPeerMailAcrossManagersRefused(t *testing.T) {
 		_ = json.Unmarshal(canonjson.Marshal(out), &m)
 		return m["error"]
 	}
-	var up, down any
+	var up, down, toLead any
 	var rootPeers, leafPeers []supervise.MailPeer
 	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
 		tool(t, ctx, c, supervise.VerbSpawnWorker, writer("live"))
@@ -394,6 +395,7 @@ func TestPeerMailAcrossManagersRefused(t *testing.T) {
 			"budget": map[string]any{"maxTokens": 3000, "maxIterations": 5, "maxUsd": 0.5}})
 		waitMail(t, spawned, "the lead's spawn")
 		up, down = outcome(ctx, c, "run1:s2:s3", "run1:s1"), outcome(ctx, c, "run1:s1", "run1:s2:s3")
+		toLead = outcome(ctx, c, "run1:s1", "run1:s2")
 		r, err := c.ReadMail("run1:s1")
 		if err != nil {
 			return supervise.BrainReport{}, err
@@ -416,8 +418,15 @@ func TestPeerMailAcrossManagersRefused(t *testing.T) {
 	if up != supervise.MailUnknownWorker || down != supervise.MailUnknownWorker {
 		t.Errorf("lead's worker -> root's: %v; root's -> lead's: %v; want both %s", up, down, supervise.MailUnknownWorker)
 	}
+	// The lead is the root worker's sibling, but a manager: its router
+	// brain takes no mail (no read_mail, no inbox for it), so mail to
+	// it is refused as the reference refuses a recipient without an
+	// inbox, and it is no peer.
+	if toLead != supervise.MailWorkerHasNoInbox {
+		t.Errorf("root's worker -> the lead: %v, want %s", toLead, supervise.MailWorkerHasNoInbox)
+	}
 	for _, p := range append(rootPeers, leafPeers...) {
-		if p.WorkerID == "run1:s1" || p.WorkerID == "run1:s2:s3" {
+		if p.WorkerID == "run1:s1" || p.WorkerID == "run1:s2:s3" || p.WorkerID == "run1:s2" {
 			t.Errorf("a peer across managers: %+v (root's %+v, leaf's %+v)", p, rootPeers, leafPeers)
 		}
 	}

@@ -35,7 +35,7 @@ import (
 
 func newSuperviseCmd(stdio IO, open providerOpener) *cobra.Command {
 	var sf storeFlags
-	var asJSON, resume, watchWorkers bool
+	var asJSON, resume, watchWorkers, peerMail bool
 	var watchMax int
 	var journal storeJournalFlags
 	var task, providerName, scriptPath, managerScript, baseURL, openaiAPI, expect, checkCmd, runDir, runID, analystsPath, workspace string
@@ -135,6 +135,16 @@ member {count, lost[{kind, node}], error}; the command then exits 1.
 With OTEL_EXPORTER_OTLP_ENDPOINT set, the supervised run is traced over
 OTLP/HTTP: a supervisor.run span, a supervisor.node span per worker and each
 worker's run under its node, in a trace derived from the run id.
+
+With --peer-mail (§9) each worker is given send_mail and read_mail, to
+mail its live siblings (ask, tell, challenge, answer) within the
+reference's bounds (8 sends and 16 received messages, 32 KiB of body,
+per worker), as an MCP server of its own, agent-runtime-peer-mail, on a
+loopback endpoint whose path is its capability; the sender is the
+worker holding it. Every attempt, delivered or refused, is a mail
+record in RUN-DIR/coordination-log.jsonl, and --resume (given
+--peer-mail again) rebuilds the mailboxes from them. The workers must
+run on claude-code, codex or opencode, in this process (not --fleet).
 
 SIGINT (Ctrl-C) or SIGTERM cancels the run's context: live workers are
 cancelled and the result is printed as no winner, reason aborted (the
@@ -278,9 +288,22 @@ none or its journal lost part of it, 2 on usage errors.`,
 					return err
 				}
 			}
+			if peerMail {
+				if err := ps.peerMailWorkers(wp, fleetFlags.queue != ""); err != nil {
+					return err
+				}
+			}
 			exec, err := ps.executor(wp, s)
 			if err != nil {
 				return err
+			}
+			if peerMail {
+				// §9 peer mail: each worker's send_mail and read_mail are
+				// served on a loopback endpoint of its own, mounted in its
+				// harness as supervise.PeerMailAlias.
+				if err := mountPeerMail(exec); err != nil {
+					return err
+				}
 			}
 			onFleet, closeFleet, err := fleetFlags.executor(ctx, sf)
 			if err != nil {
@@ -342,6 +365,9 @@ none or its journal lost part of it, 2 on usage errors.`,
 				OnDriverAttempt: func(a supervise.DriverAttempt) {
 					progressDriverAttempt(stdio.Err, a)
 				},
+			}
+			if peerMail {
+				o.PeerMail = &supervise.PeerMail{}
 			}
 			if watchWorkers || cmd.Flags().Changed("watch-max-findings") {
 				o.WatchWorkers = &supervise.WatchWorkers{MaxFindingsPerWorker: watchMax}
@@ -425,6 +451,7 @@ none or its journal lost part of it, 2 on usage errors.`,
 	f.StringVar(&analystsPath, "analysts", "", analystsFlagUsage+"; the manager runs them with run_analyst")
 	f.StringArrayVar(&continuity, "continuity", nil, "WORKER=resume (or fresh): the continuity of a spawn of worker profile WORKER that names none — resume re-attaches to the latest settled worker of its label (the profile name without one), and spawns fresh when there is none (repeatable; default: fresh)")
 	f.BoolVar(&watchWorkers, "watch-workers", false, "watch each worker's tool calls as it runs (the stuck-loop and error-streak detectors): a detection reaches the manager's await_event as a finding while the worker still runs")
+	f.BoolVar(&peerMail, "peer-mail", false, "peer mail (§9): give each worker send_mail and read_mail, an MCP server of its own (agent-runtime-peer-mail) to mail its live siblings, within the reference's bounds (8 sends and 16 received messages, 32 KiB, per worker); every attempt is journaled as a mail coordination record. Workers must run on claude-code, codex or opencode (not --fleet); give it again with --resume")
 	f.IntVar(&watchMax, "watch-max-findings", 0, "with --watch-workers (which it implies): the findings raised per worker at most (0: 3; negative: unlimited)")
 	analystFlags.register(cmd)
 	workerFlags.register(cmd, "worker")

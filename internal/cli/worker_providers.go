@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/coordmcp"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/store"
 	"github.com/agentrt/agentrt/supervise"
@@ -234,4 +235,45 @@ func (e *nodeExecutor) ReleaseSessionTeardowns(ctx context.Context, runID string
 		out = append(out, e.byNode[node].ReleaseSessionTeardowns(ctx, runID, settled)...)
 	}
 	return out
+}
+
+// peerMailWorkers refuses --peer-mail (§9) for workers that could not
+// use it: each worker's send_mail and read_mail are served on a loopback
+// endpoint of its own (coordmcp.MountPeerMail) mounted in the worker's
+// harness, so only a harness CLI on this machine can reach and mount
+// it. A worker provider that is not claude-code, codex or opencode, and
+// --fleet (workers on other machines), are refused before anything
+// runs: their workers would otherwise fail, or run without the mail
+// the run offers them.
+func (p *providers) peerMailWorkers(wp workerProviders, onFleet bool) error {
+	if onFleet {
+		return usage("--peer-mail serves each worker's mail on this machine's loopback: it cannot reach --fleet workers")
+	}
+	names := []string{cmp.Or(wp.all, p.primary)}
+	for _, node := range slices.Sorted(maps.Keys(wp.byNode)) {
+		names = append(names, wp.byNode[node])
+	}
+	for _, name := range names {
+		if !isHarnessProvider(name) {
+			return usage("--peer-mail mounts each worker's mail as an MCP server in its harness: workers on %s cannot mount one (run them on claude-code, codex or opencode)", name)
+		}
+	}
+	return nil
+}
+
+// mountPeerMail has every KernelExecutor of exec mount its workers'
+// peer mail (supervise.KernelExecutor.PeerMailMount).
+func mountPeerMail(exec supervise.Executor) error {
+	switch e := exec.(type) {
+	case *supervise.KernelExecutor:
+		e.PeerMailMount = coordmcp.MountPeerMail
+	case *nodeExecutor:
+		e.def.PeerMailMount = coordmcp.MountPeerMail
+		for _, k := range e.byNode {
+			k.PeerMailMount = coordmcp.MountPeerMail
+		}
+	default:
+		return fmt.Errorf("--peer-mail: the workers' executor %T cannot mount peer mail", exec)
+	}
+	return nil
 }
