@@ -1320,6 +1320,7 @@ func (c *Coordinator) Await(ctx context.Context, a AwaitArgs) (AwaitResult, erro
 	for {
 		c.mu.Lock()
 		if ev, seq, ok := c.takeSeqLocked(a.Kinds); ok {
+			c.currentQuestionLocked(&ev)
 			if n, _ := ctx.Value(awaitNoteKey{}).(*awaitNote); n != nil {
 				n.ev, n.seq, n.took = ev, seq, true
 				if n.hold {
@@ -1358,6 +1359,24 @@ func (c *Coordinator) Await(ctx context.Context, a AwaitArgs) (AwaitResult, erro
 			return AwaitResult{Pending: true, Live: c.liveIDs(), InDoubt: c.inDoubtIDs(), FreeSlots: free}, nil
 		case <-ctx.Done():
 			return AwaitResult{}, context.Cause(ctx)
+		}
+	}
+}
+
+// currentQuestionLocked makes a question event ev say what its question
+// is now (its status), as list_questions does, rather than what it was
+// when asked: an asker that stopped waiting left it expired, the root's
+// own ask that reached no parent is expired or escalated. The event in
+// the queue is a snapshot taken at the ask.
+func (c *Coordinator) currentQuestionLocked(ev *Event) {
+	if ev.Kind != EventQuestion || ev.Question == nil {
+		return
+	}
+	for _, q := range c.questionsByID[ev.Question.ID] {
+		if q.to == c.self && q.From == ev.Question.From {
+			qq := *ev.Question
+			qq.Status = q.Status
+			ev.Question = &qq
 		}
 	}
 }

@@ -354,8 +354,10 @@
 // (there is no default operator queue), a refusal, an error, a panic, a
 // hook that does not answer in time — the reply is no-parent with the
 // reason and the guidance that the manager is the last decider and must
-// not wait; the root's own question is listed expired, a worker's stays
-// open. escalateTo user does not call the hook. Nested managers never
+// not wait; the root's own question is listed expired (its guidance
+// says so: there is nothing for answer_question to decide), a worker's
+// stays open (its guidance names answer_question's answer or
+// deferReason). escalateTo user does not call the hook. Nested managers never
 // call it: their parent is their parent manager, and the chain ends at
 // the root. Every escalation is journaled record-only (CoordRecord kind
 // escalation; KindQuestionEscalated in a store journal) with the tool

@@ -62,6 +62,13 @@ const noParentReason = "no parent inbox is configured above this manager (the ru
 const lastDecider = "Nothing will route an answer back to you: YOU are the last decider. " +
 	"Do not wait for one. Decide the question yourself (answer_question with an answer, or with deferReason to record that it stays open) and carry on."
 
+// ownLastDecider is what the root manager whose own ask_parent reached
+// no parent is told: its question is recorded expired (decided, its
+// asker being the manager itself), so unlike a worker's question there
+// is nothing for answer_question to decide.
+const ownLastDecider = "Nothing will route an answer back to you: YOU are the last decider. " +
+	"Do not wait for one. Decide the question yourself and carry on: it is recorded as expired, and there is nothing to answer."
+
 // queuedGuidance is how a delivered escalation's answer reaches the root
 // manager.
 const queuedGuidance = "The answer, when it comes, reaches you as a message between your turns; carry on with what does not depend on it."
@@ -146,6 +153,9 @@ func escalateTimeout(ctx context.Context) time.Duration {
 func (c *Coordinator) askRootParent(ctx context.Context, a AskArgs) (AskParentResult, error) {
 	if prior, ok := c.rerunEscalation(ctx, ""); ok {
 		status, reason, guidance := escalationReply(prior)
+		if !prior.Delivered {
+			guidance = ownLastDecider
+		}
 		return AskParentResult{QuestionID: prior.QuestionID, Status: status, Reason: reason, Guidance: guidance, To: prior.To, Replayed: true}, nil
 	}
 	q, _ := c.addQuestion(ctx, a, false)
@@ -154,6 +164,9 @@ func (c *Coordinator) askRootParent(ctx context.Context, a AskArgs) (AskParentRe
 	c.mu.Unlock()
 	rec := c.escalate(ctx, qq)
 	status, reason, guidance := escalationReply(rec)
+	if !rec.Delivered {
+		guidance = ownLastDecider
+	}
 	c.mu.Lock()
 	if rec.Delivered {
 		q.Status, q.decision = "escalated", &Decision{Kind: "escalate", EscalateTo: "parent", EscalateReason: StatusQueuedForParent}

@@ -394,3 +394,33 @@ func TestEscalateQuestionDecisionNotCalledAgainOnResume(t *testing.T) {
 		t.Errorf("escalation records %+v, want the one of q1 by call e1", got)
 	}
 }
+
+// §3.6 escalateQuestion, §9 ask_parent: the guidance a no-parent reply
+// gives the root about its own question sends it to no verb that
+// refuses. The root's own question is listed expired (decided: its asker
+// is the root, so it never holds stop), so answer_question on it is
+// refused already-decided; the guidance used to tell the manager to
+// decide it with answer_question all the same.
+func TestRootsOwnNoParentQuestionGuidanceNamesNoRefusedVerb(t *testing.T) {
+	o := baseOptions(t, askingExecutor, nil)
+	var reply, answered map[string]any
+	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		reply = tool(t, ctx, c, supervise.VerbAskParent, map[string]any{"level": "driver", "question": "which API version?",
+			"reason": "two are supported", "urgency": "blocks-run"})
+		answered = tool(t, ctx, c, supervise.VerbAnswerQuestion, map[string]any{"questionId": reply["questionId"], "deferReason": "deciding myself"})
+		return supervise.BrainReport{}, nil
+	})
+	if _, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o); err != nil {
+		t.Fatal(err)
+	}
+	guidance, _ := reply["guidance"].(string)
+	if reply["status"] != "no-parent" || !strings.Contains(guidance, "YOU are the last decider") {
+		t.Fatalf("ask_parent: %v, want no-parent with the last-decider guidance", reply)
+	}
+	if strings.Contains(guidance, supervise.VerbAnswerQuestion) && answered["error"] != nil {
+		t.Errorf("the guidance %q sends the manager to answer_question, which refuses its own question: %v", guidance, answered)
+	}
+	if answered["error"] != "already-decided" {
+		t.Errorf("answer_question on the root's own expired question: %v, want already-decided", answered)
+	}
+}

@@ -39,3 +39,11 @@ func WithEscalateTimeout(ctx context.Context, d time.Duration) context.Context {
 func WithStopRuleTimeout(ctx context.Context, d time.Duration) context.Context {
 	return context.WithValue(ctx, stopRuleTimeoutKey{}, d)
 }
+
+// SetAuthorizeSpawnTimeout bounds each call of s's AuthorizeSpawn by d
+// instead of DefaultAuthorizeSpawnTimeout.
+func SetAuthorizeSpawnTimeout(s *Scope, d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.authorizeTimeout = d
+}

@@ -1,6 +1,7 @@
 package supervise
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -67,7 +68,9 @@ type ScopeOptions struct {
 	AllowedModels []string
 	// AuthorizeSpawn, when set, may refuse a request by returning an
 	// error (preflight-refused, cause "not-authorized"). It runs with the
-	// scope locked and must not call back into the scope.
+	// scope locked and must not call back into the scope. A hook that
+	// panics, or does not answer within DefaultAuthorizeSpawnTimeout,
+	// refuses (its detail says which).
 	AuthorizeSpawn func(SpawnRequest) error
 	// Preflight, when set, may refuse a request by returning an error
 	// (preflight-refused, cause "preflight"). Same rules as
@@ -303,6 +306,9 @@ type Scope struct {
 	// so a run resumed past its deadline replays what was admitted
 	// before it.
 	replaying bool
+	// authorizeTimeout bounds one AuthorizeSpawn call (0:
+	// DefaultAuthorizeSpawnTimeout).
+	authorizeTimeout time.Duration
 }
 
 // setReplaying marks the journal's replay begun or done.
@@ -340,6 +346,37 @@ func New(pool *ledger.Pool, opts ScopeOptions) (*Scope, error) {
 		}
 	}
 	return s, nil
+}
+
+// DefaultAuthorizeSpawnTimeout bounds one call of
+// ScopeOptions.AuthorizeSpawn (Options.AuthorizeSpawn): a hook that has
+// not answered by then refuses the spawn.
+const DefaultAuthorizeSpawnTimeout = 10 * time.Second
+
+// authorizeLocked asks AuthorizeSpawn h about req through callHook,
+// bounded by DefaultAuthorizeSpawnTimeout: the refusal's detail (and the
+// hook's error, when it returned one), or "" when h admitted req. A
+// panic, or no answer in time, refuses: a hook is the product's, and
+// neither its panic nor its hang may become the run's (the scope's lock
+// is held for at most the bound; a hook that never answers is left to
+// return into a buffer nobody reads).
+func (s *Scope) authorizeLocked(h func(SpawnRequest) error, req SpawnRequest) (string, error) {
+	d := s.authorizeTimeout
+	if d <= 0 {
+		d = DefaultAuthorizeSpawnTimeout
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	a, answered := callHook(ctx, func(context.Context) (struct{}, error) { return struct{}{}, h(req) })
+	switch {
+	case !answered:
+		return fmt.Sprintf("the authorization hook did not answer within %s", d), nil
+	case a.panic != nil:
+		return fmt.Sprintf("the authorization hook panicked: %v", a.panic), nil
+	case a.err != nil:
+		return a.err.Error(), a.err
+	}
+	return "", nil
 }
 
 // Root returns the root node's id.
@@ -531,8 +568,8 @@ func (s *Scope) Spawn(req SpawnRequest) (SpawnReply, error) {
 
 	// 7. authorization and preflight.
 	if h := s.opts.AuthorizeSpawn; h != nil {
-		if err := h(req); err != nil {
-			return SpawnReply{}, s.refuse(CodePreflightRefused, "not-authorized", err.Error(), err)
+		if detail, err := s.authorizeLocked(h, req); detail != "" {
+			return SpawnReply{}, s.refuse(CodePreflightRefused, "not-authorized", detail, err)
 		}
 	}
 	if h := s.opts.Preflight; h != nil {

@@ -103,7 +103,9 @@ type Options struct {
 	// model.default and the ones it hides (model.small, a seat, a
 	// subagent, a mode): a spawn naming one outside is refused
 	// invalid-identity (model-not-allowed). The manager's own profile is
-	// not held to it.
+	// not held to it. AuthorizeSpawn refusing, panicking or not
+	// answering within DefaultAuthorizeSpawnTimeout refuses the spawn
+	// preflight-refused, cause not-authorized.
 	PerWorker      ledger.Budget
 	MaxLiveWorkers int
 	MaxDepth       int
