@@ -345,7 +345,7 @@ type SpawnArgs struct {
 	Key             string          `json:"key,omitzero" jsonschema:"idempotency key: the same key with the same request replays"`
 	Continuity      string          `json:"continuity,omitzero" jsonschema:"fresh (default) or resume"`
 	Budget          *SpawnBudget    `json:"budget,omitzero" jsonschema:"per-spawn budget, merged per field over the per-worker default"`
-	Parent          NodeID          `json:"parent,omitzero" jsonschema:"the spawning node; the root when empty (a nested manager spawns under its own node only)"`
+	Parent          NodeID          `json:"parent,omitzero" jsonschema:"the spawning node: the root when empty, else a nested manager's node (a nested manager spawns under its own node only)"`
 }
 
 // SpawnBudget is a spawn's requested ceiling; an absent field takes the
@@ -408,6 +408,18 @@ func (c *Coordinator) Spawn(ctx context.Context, a SpawnArgs) (SpawnResult, erro
 			return SpawnResult{}, c.refusal(CodeInvalidIdentity, "not-own-parent", "a nested manager spawns its own children only ("+string(c.self)+")")
 		}
 		req.Parent = c.self
+	} else if a.Parent != "" && a.Parent != c.self {
+		// The root spawns under itself or under a nested manager, whose
+		// brain reads its children's settlements and questions. Under a
+		// plain worker nothing would: the child would be funded from the
+		// worker's reservation while its settlement and questions queued
+		// for a brain that does not exist, and the root's await_event
+		// would answer idle while it ran. An unknown parent is the
+		// scope's refusal (unknown-parent).
+		if _, known := c.scope.Node(a.Parent); known && !c.runsManager(a.Parent) {
+			return SpawnResult{}, c.refusal(CodeInvalidIdentity, "parent-not-manager",
+				string(a.Parent)+" is a worker, not a nested manager: nothing would read its child's settlement; spawn under the root (leave parent out)")
+		}
 	}
 	var p *profile.Profile
 	var doc canonjson.Value

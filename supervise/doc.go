@@ -286,6 +286,14 @@
 // manager instead of the run's. Every other refusal's reason names its
 // own cause in a sentence and never the pool.
 //
+// A spawn's parent is its manager: the root spawns under itself or under
+// a nested manager's node, a nested manager under its own node only
+// (not-own-parent). A parent that is a plain worker is refused
+// invalid-identity, cause parent-not-manager: its child would be funded
+// from the worker's reservation while its settlement and questions went
+// to a brain that does not exist, and the root's await_event would
+// answer idle while it ran.
+//
 // Node ids are deterministic: the child admitted with scope sequence n
 // under parent p is "p:sn", counted in admission order and never from a
 // clock. Nodes move through pending, acquiring, running, waiting, done,

@@ -93,13 +93,14 @@ func TestSpawnRefusalsAreToolResultsBehaviour38(t *testing.T) {
 		want: map[string]any{"error": "budget-exhausted", "cause": "tokens", "live": 1.0, "freeSlots": nil,
 			"shortfall": map[string]any{"channel": "tokens", "requested": 1000.0, "free": 500.0}},
 	}, {
-		name:  "depth-exceeded",
-		tune:  func(o *supervise.Options) { o.MaxDepth = 1 },
+		// A child under a plain worker would be an orphan: nothing reads
+		// its settlement. depth-exceeded is nested_test's (under a lead).
+		name:  "parent-not-manager",
 		setup: []map[string]any{spawnArgs("one")},
 		probe: func(first string) map[string]any {
 			return map[string]any{"profile": "writer", "task": "nested", "parent": first}
 		},
-		want: map[string]any{"error": "depth-exceeded", "live": 1.0, "freeSlots": nil},
+		want: map[string]any{"error": "invalid-identity", "cause": "parent-not-manager", "live": 1.0, "freeSlots": nil},
 	}, {
 		name: "usd-unbudgeted (behaviour 38)",
 		tune: func(o *supervise.Options) { o.Budget.MicroUSD, o.PerWorker.MicroUSD = nil, nil },

@@ -242,32 +242,35 @@ func TestSuperviseResumedRunSameTraceBehaviour69(t *testing.T) {
 	}
 }
 
-// A worker spawned by a worker is its node's child, one level deeper,
-// and its run nests under its own node.
+// A worker spawned by a nested manager is its node's child, one level
+// deeper, and its run nests under its own node. (The root may not spawn
+// under a plain worker: nothing would read the child's settlement.)
 func TestSuperviseNestedNodeSpan(t *testing.T) {
 	tr, mem := newMemTracing(t)
 	o := superviseOptions(t, tr)
-	inner, spawned := o.Executor, make(chan struct{})
-	o.Executor = supervise.ExecutorFunc(func(ctx context.Context, w supervise.Work) (supervise.WorkResult, error) {
-		if strings.Contains(w.Task, "hold") {
-			<-spawned // the parent stays live until its child is spawned
-		}
-		return inner.Execute(ctx, w)
-	})
-	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
-		parent, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: "alpha hold", Label: "parent"})
-		if err != nil {
-			return supervise.BrainReport{}, err
-		}
-		_, err = c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: "alpha", Label: "child", Parent: parent.WorkerID})
-		close(spawned)
-		if err != nil {
-			return supervise.BrainReport{}, err
-		}
-		for range 2 {
-			if _, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 10_000}); err != nil {
+	lead, err := profile.Parse([]byte(`{"name": "lead", "harness": "cli-base", "model": {"default": "scripted/lead"}, "tools": {"agent_runtime_coordination_spawn_worker": true}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Profiles["lead"] = lead
+	o.ManagerBrain = func(*profile.Profile) supervise.Brain {
+		return supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+			if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: "alpha", Label: "child"}); err != nil {
 				return supervise.BrainReport{}, err
 			}
+			ev, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 10_000})
+			if err != nil || ev.Event == nil {
+				return supervise.BrainReport{}, fmt.Errorf("the lead's await: %+v, %v", ev, err)
+			}
+			return supervise.BrainReport{Text: ev.Event.Output}, nil
+		})
+	}
+	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "lead", Task: "alpha", Label: "parent"}); err != nil {
+			return supervise.BrainReport{}, err
+		}
+		if _, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 10_000}); err != nil {
+			return supervise.BrainReport{}, err
 		}
 		return supervise.BrainReport{}, nil
 	})
