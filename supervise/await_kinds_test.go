@@ -2,7 +2,9 @@ package supervise_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -45,7 +47,7 @@ func TestAwaitKindsKeepsRecordedOrder(t *testing.T) {
 			return nil
 		}
 		for _, kinds := range [][]string{
-			{supervise.EventQuestion}, {supervise.EventSettled}, {"no-such-kind"}, nil, {supervise.EventSettled, supervise.EventQuestion}, nil, nil,
+			{supervise.EventQuestion}, {supervise.EventSettled}, nil, {supervise.EventSettled, supervise.EventQuestion}, nil, nil,
 		} {
 			if err := take(kinds...); err != nil {
 				return err
@@ -60,7 +62,7 @@ func TestAwaitKindsKeepsRecordedOrder(t *testing.T) {
 		if len(s) != 3 {
 			return fmt.Errorf("journaled settlements %v, want 3", s)
 		}
-		want := []string{"first?", s[0], "idle", s[1], s[2], "second?", "idle"}
+		want := []string{"first?", s[0], s[1], s[2], "second?", "idle"}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("awaited (-want +got):\n%s", diff)
 		}
@@ -97,4 +99,25 @@ func TestAwaitKindsCostFlatInBacklog(t *testing.T) {
 	if allocs[5_000] > allocs[10] {
 		t.Errorf("ask+await by kind allocates %.0f with 5000 settlements queued, %.0f with 10: its cost grows with the queue", allocs[5_000], allocs[10])
 	}
+}
+
+// An await_event kind that is not one (§9: settled, question, finding)
+// is refused invalid-kind naming its index, and takes nothing: before,
+// a misspelt kind matched no event, so the call waited out its timeout
+// and answered idle while the events it meant stayed queued.
+func TestAwaitRefusesAnUnknownKind(t *testing.T) {
+	backlogRun(t, 1, func(ctx context.Context, c *supervise.Coordinator) error {
+		for _, kinds := range [][]string{{"no-such-kind"}, {supervise.EventSettled, "Settled"}, {""}} {
+			_, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60_000, Kinds: kinds})
+			var r *supervise.VerbRefusal
+			if !errors.As(err, &r) || r.Code != "invalid-kind" || !strings.Contains(r.Reason, fmt.Sprintf("/kinds/%d", len(kinds)-1)) {
+				return fmt.Errorf("await %q: %v, want an invalid-kind refusal naming /kinds/%d", kinds, err, len(kinds)-1)
+			}
+		}
+		r, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 1_000, Kinds: []string{supervise.EventSettled}})
+		if err != nil || r.Event == nil {
+			return fmt.Errorf("the settlement after the refusals: %+v, %v; want it still queued", r, err)
+		}
+		return nil
+	})
 }

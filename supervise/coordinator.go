@@ -1262,9 +1262,10 @@ func (c *Coordinator) runCheck(ctx context.Context, out Output) (kernel.Verdict,
 
 // AwaitArgs are await_event's arguments.
 type AwaitArgs struct {
-	// Kinds, when set, limits the events returned (settled, question);
-	// the others stay queued.
-	Kinds []string `json:"kinds,omitzero" jsonschema:"event kinds to wait for: settled, question"`
+	// Kinds, when set, limits the events returned (settled, question,
+	// finding); the others stay queued. Any other kind is refused
+	// invalid-kind.
+	Kinds []string `json:"kinds,omitzero" jsonschema:"event kinds to wait for: settled, question, finding (default: any)"`
 	// TimeoutMS bounds the wait (default DefaultAwaitTimeout, at most
 	// MaxAwaitTimeout). A negative one asks to wait without a bound
 	// (§9's "≤0 = unbounded"): it waits MaxAwaitTimeout, the longest
@@ -1294,6 +1295,21 @@ type AwaitResult struct {
 	FreeSlots *int     `json:"freeSlots"`
 }
 
+// checkAwaitKinds refuses an await_event kind that is not one (§9:
+// settled, question, finding), naming its index: a misspelt kind
+// matches no event, so the call would wait out its whole timeout and
+// answer idle or pending while the events it meant stayed queued.
+func checkAwaitKinds(kinds []string) error {
+	for i, k := range kinds {
+		switch k {
+		case EventSettled, EventQuestion, EventFinding:
+		default:
+			return &VerbRefusal{Code: "invalid-kind", Reason: fmt.Sprintf("/kinds/%d: %q is not an event kind: give settled, question or finding, or leave kinds out for any", i, clip(k, 64))}
+		}
+	}
+	return nil
+}
+
 // Await bounds.
 const (
 	DefaultAwaitTimeout = 45 * time.Second
@@ -1320,6 +1336,9 @@ func awaitBound(ms int64) time.Duration {
 // await_event in flight beside its stop call does not run out its
 // timeout.
 func (c *Coordinator) Await(ctx context.Context, a AwaitArgs) (AwaitResult, error) {
+	if err := checkAwaitKinds(a.Kinds); err != nil {
+		return AwaitResult{}, err
+	}
 	d := awaitBound(a.TimeoutMS)
 	// The timer is made only when Await has to wait: an event already
 	// queued is returned without one.
