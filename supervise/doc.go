@@ -416,7 +416,13 @@
 // supervisor holds for its life, naming its pid, host, start and run id,
 // so a second supervisor is refused at once (*RunDirLockedError), and
 // released by the process's end however it ends. A run journaled in a
-// store is owned through the store's lease fence instead.
+// store is owned through the store's lease fence instead; its run dir,
+// when it has one, is held through its coordination log's lock, and a
+// second supervisor on that run dir is refused the same way
+// (*RunDirLockedError naming the holder's pid) before it touches the
+// lease. A store run a process never created (it stopped first) has no
+// journal yet: ReadRunStarted says fs.ErrNotExist, as for an empty run
+// dir, and a --resume starts it.
 //
 // Steering. A worker of an executor that reads inboxes (InboxReader;
 // KernelExecutor does) gets an Inbox: a steer from steer_agent or from a

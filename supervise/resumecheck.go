@@ -2,6 +2,7 @@ package supervise
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/journal"
 	"github.com/agentrt/agentrt/ledger"
+	"github.com/agentrt/agentrt/store"
 )
 
 // ResumeMismatchError is a resume refused because the caller gave a
@@ -179,6 +181,12 @@ func ReadRunStarted(ctx context.Context, o Options) (Record, error) {
 	case o.SpawnStore != nil:
 		where = "run " + o.RunID + " in the store"
 		recs, _, err := ReadStoreSpawnLog(ctx, o.SpawnStore, o.RunID, "")
+		if errors.Is(err, store.ErrNotFound) {
+			// A process stopped before it created the run's journal
+			// left no run: the run has no journal yet, as an empty run
+			// dir has none.
+			return Record{}, fmt.Errorf("supervise: %s holds no journal: %w (%w)", where, fs.ErrNotExist, err)
+		}
 		if err != nil {
 			return Record{}, err
 		}

@@ -452,6 +452,18 @@ func openRunLogWith(ctx context.Context, dir string, openSpawn func(context.Cont
 		var err error
 		if l.coord, err = journal.Open(filepath.Join(dir, CoordinationLogFile), journal.Options{}); err != nil {
 			l.close()
+			if locked, ok := errors.AsType[*journal.LockedError](err); ok {
+				// A store journal's run dir is held through its
+				// coordination log's lock: another live supervisor
+				// drives the run here. Refuse as supervise.lock does,
+				// saying what to do.
+				var holder *LockHolder
+				if locked.PID > 0 {
+					host, _ := os.Hostname()
+					holder = &LockHolder{PID: locked.PID, Host: host}
+				}
+				return nil, nil, &RunDirLockedError{RunDir: dir, Holder: holder}
+			}
 			return nil, nil, fmt.Errorf("supervise: opening the coordination log: %w", err)
 		}
 	}
