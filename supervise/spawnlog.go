@@ -352,7 +352,7 @@ func claimSpawnLog(ctx context.Context, st store.Store, runID, owner string, ttl
 		case r.Status.Terminal():
 			return fmt.Errorf("supervise: the spawn journal's run %s ended as %s and cannot be taken over", runID, r.Status)
 		case now.Before(until):
-			return fmt.Errorf("%w: %s holds run %s's lease until %s", ErrSpawnLogHeld, r.Owner, runID, until.UTC().Format(time.RFC3339))
+			return fmt.Errorf("%w: %s holds run %s's lease until %s: if that process is still running, let it finish or stop it; if it died, resume again after the lease lapses", ErrSpawnLogHeld, r.Owner, runID, until.UTC().Format(time.RFC3339))
 		}
 		r.Generation++
 		r.Owner, r.Doc = owner, withLease(r.Doc, now.Add(ttl))

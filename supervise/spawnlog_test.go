@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -121,6 +122,8 @@ func TestSpawnLogContract(t *testing.T) {
 					b.Close()
 				}
 				t.Fatalf("a second open while the first holds the log: %v, want ErrSpawnLogHeld", err)
+			} else if strings.Contains(err.Error(), "lease") && !strings.Contains(err.Error(), "resume again after the lease lapses") {
+				t.Errorf("a held lease's refusal %q does not say what to do", err)
 			}
 			if err := a.Close(); err != nil {
 				t.Fatal(err)
