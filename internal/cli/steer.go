@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -20,7 +22,7 @@ import (
 // (supervise.RunDirIn), refused when it records another run.
 func resolveRunDir(run, workspace string) (string, error) {
 	if fi, err := os.Stat(run); err == nil && fi.IsDir() {
-		return run, nil
+		return run, checkRunDir(run)
 	}
 	// An id that is not UTF-8 or holds a control character names no
 	// run (the CLI never starts one so).
@@ -40,11 +42,46 @@ func resolveRunDir(run, workspace string) (string, error) {
 		if other != "" && other != run {
 			return "", usage("%s is the directory of run %q, not of run %q: give the id of the run you mean, or its directory", dir, other, run)
 		}
-		return dir, nil
+		return dir, checkRunDir(dir)
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return "", &exitError{code: ExitFailed, err: fmt.Errorf("reading run %s's directory: %w (check its permissions)", run, err)}
 	}
-	return "", usage("%s is neither a run directory nor the id of a run in %s (its directory would be %s)", run, workspace, dir)
+	if fi, err := os.Stat(run); err == nil && !fi.IsDir() {
+		return "", usage("%s is a file, not a run directory: %s", run, runDirHint)
+	}
+	return "", usage("%s is neither a run directory nor the id of a run in %s (its directory would be %s): %s", run, workspace, dir, runDirHint)
+}
+
+// runDirHint says what names a supervised run, for a RUN that names none.
+const runDirHint = "give the run's directory (WORKSPACE/.agent/supervisor/RUN-ID, printed as \"run dir\" by agentrt supervise and agentrt graph) or its id with --workspace WORKSPACE"
+
+// runDirMarkers are the files a supervised run keeps in its directory
+// from its start (the lock while it runs, its state and progress, its
+// journal unless it is kept in the store, the manager's stream): a
+// directory holding none of them holds no run.
+var runDirMarkers = []string{supervise.LockFile, supervise.StateFile, supervise.SpawnJournalFile, supervise.ProgressFile, supervise.RootStreamFile}
+
+// checkRunDir refuses, as a usage error, a steer or cancel aimed at dir
+// when dir is no supervised run's directory: one that does not exist, a
+// file, or a directory holding none of runDirMarkers (a typo'd path that
+// happens to exist, a workspace given for its run). Nothing is written
+// then, and nothing waits --wait for a supervisor that cannot be there.
+func checkRunDir(dir string) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return usage("%s: no such run directory: %s", dir, runDirHint)
+	case err != nil:
+		return &exitError{code: ExitFailed, err: fmt.Errorf("reading run directory %s: %w (check its permissions)", dir, err)}
+	case !fi.IsDir():
+		return usage("%s is a file, not a run directory: %s", dir, runDirHint)
+	}
+	for _, m := range runDirMarkers {
+		if _, err := os.Lstat(filepath.Join(dir, m)); err == nil {
+			return nil
+		}
+	}
+	return usage("%s holds no supervised run (none of %s in it): %s", dir, strings.Join(runDirMarkers, ", "), runDirHint)
 }
 
 // defaultOperationID derives a request's operation id from what it asks,

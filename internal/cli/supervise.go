@@ -1452,6 +1452,9 @@ acknowledgement or none within --wait (said on stderr), 2 on usage errors.`,
 			if err := checkText("--message", message); err != nil {
 				return err
 			}
+			if err := checkRunDir(args[0]); err != nil {
+				return err
+			}
 			return steerWorker(ctx, stdio, args[0], args[1], message, opID, interrupt, wait, asJSON)
 		},
 	}
@@ -1511,6 +1514,9 @@ the whole run; then wait up to --wait for the supervisor to confirm the end
 			worker := ""
 			if len(args) == 2 {
 				worker = args[1]
+			}
+			if err := checkRunDir(args[0]); err != nil {
+				return err
 			}
 			return cancelWork(ctx, stdio, args[0], worker, opID, reason, rc, wait, asJSON)
 		},

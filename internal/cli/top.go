@@ -103,6 +103,9 @@ terminal; the frame has no colours then (or with --no-color).`,
 				if err := checkPath("--run-dir", d); err != nil {
 					return err
 				}
+				if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+					return usage("--run-dir %q is not a directory: give a supervise run's directory (WORKSPACE/.agent/supervisor/RUN-ID), or the workspace as ROOT to watch its runs as they appear", d)
+				}
 			}
 			root := "."
 			if len(args) == 1 {
