@@ -23,6 +23,7 @@ import (
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/coordmcp"
+	"github.com/agentrt/agentrt/harness"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/profile"
@@ -226,6 +227,11 @@ none or its journal lost part of it, 2 on usage errors.`,
 			external := isHarnessProvider(providerName)
 			if external && string(mgr.Harness) != providerName {
 				return usage("--provider %s runs the manager on that harness: the manager profile must declare \"harness\": %q (it declares %q)", providerName, providerName, mgr.Harness)
+			}
+			if !external {
+				if err := checkRouterManager(args[0], mgr); err != nil {
+					return err
+				}
 			}
 			lenses, err := readAnalysts(stdio, analystsPath)
 			if err != nil {
@@ -578,6 +584,48 @@ func endpointModel(providerName, model, baseURL, openaiAPI string) (contract.Cha
 		return nil, usage("%v", err)
 	}
 	return m, nil
+}
+
+// exampleManager is a manager profile of the repository a user can run
+// as agentrt supervise's MANAGER-PROFILE, named where one was refused.
+const exampleManager = "examples/profiles/delegation-manager.json"
+
+// checkRouterManager refuses, before anything runs, a MANAGER-PROFILE at
+// path that the in-process (cli-base) manager cannot run, saying what a
+// manager profile is: a harness CLI's profile without that --provider, or
+// a worker's profile (declaring tools other than the coordination verbs,
+// or none of them), the mistake of giving a --worker profile as the
+// manager. supervise.NewRouterBrain refuses the same at the run's start,
+// in its own terms.
+func checkRouterManager(path string, mgr *profile.Profile) error {
+	switch mgr.Harness {
+	case "", harness.CLIBase:
+	default:
+		if isHarnessProvider(string(mgr.Harness)) {
+			return usage("MANAGER-PROFILE %s declares harness %q: run it with --provider %s, or give a cli-base manager profile such as %s", path, mgr.Harness, mgr.Harness, exampleManager)
+		}
+		return usage("MANAGER-PROFILE %s declares harness %q, which agentrt supervise cannot run as the manager (cli-base, claude-code, codex or opencode): give a manager profile such as %s", path, mgr.Harness, exampleManager)
+	}
+	var other []string
+	granted := 0
+	for name, on := range mgr.Tools {
+		if !on {
+			continue
+		}
+		if v, ok := strings.CutPrefix(name, supervise.ToolPrefix); ok && slices.Contains(supervise.Verbs(), v) {
+			granted++
+			continue
+		}
+		other = append(other, name)
+	}
+	slices.Sort(other)
+	switch {
+	case len(other) > 0:
+		return usage("MANAGER-PROFILE %s is not a manager profile: it declares %s, which a cli-base manager cannot use; a manager declares only %s* coordination verbs (spawn_worker, await_event, ...), as %s does (was it meant as a --worker?)", path, strings.Join(other, ", "), supervise.ToolPrefix, exampleManager)
+	case granted == 0:
+		return usage("MANAGER-PROFILE %s is not a manager profile: it grants no coordination verb; a manager declares %s%s (and the other %s* verbs it uses), as %s does", path, supervise.ToolPrefix, supervise.VerbSpawnWorker, supervise.ToolPrefix, exampleManager)
+	}
+	return nil
 }
 
 // isHarnessProvider reports whether --provider names an external
