@@ -115,7 +115,9 @@ func newSteerCmd(stdio IO) *cobra.Command {
 	var interrupt, asJSON bool
 	var wait time.Duration
 	cmd := &cobra.Command{
-		Use:   "steer RUN WORKER MESSAGE",
+		Use: "steer RUN WORKER MESSAGE",
+		Example: `  agentrt steer notes-1 note-writer "Keep it under ten words."
+  agentrt steer .agent/supervisor/notes-1 notes-1:s1 "Stop and summarise." --interrupt --json`,
 		Short: "Deliver a message to a worker of a running supervised or graph run",
 		Long: `Deliver MESSAGE to WORKER of the supervised or graph run RUN while it
 runs, from any process: agentrt supervise steer with the message as an
@@ -167,7 +169,9 @@ func newCancelCmd(stdio IO) *cobra.Command {
 	var asJSON bool
 	var wait time.Duration
 	cmd := &cobra.Command{
-		Use:   "cancel RUN [WORKER]",
+		Use: "cancel RUN [WORKER]",
+		Example: `  agentrt cancel notes-1 note-writer --reason "not needed"
+  agentrt cancel .agent/supervisor/notes-1 --json`,
 		Short: "Cancel a worker (and its subtree) of a running supervised or graph run, or the whole run",
 		Long: `Cancel WORKER (and its subtree) of the supervised or graph run RUN, or
 without WORKER the whole run, from any process: agentrt supervise cancel.

@@ -53,7 +53,18 @@ func newSuperviseCmd(stdio IO, open providerOpener) *cobra.Command {
 	var seatsPath string
 	var fleetFlags superviseFleetFlags
 	cmd := &cobra.Command{
-		Use:   "supervise MANAGER-PROFILE --task TEXT --worker PROFILE...",
+		Use: "supervise MANAGER-PROFILE --task TEXT --worker PROFILE...",
+		Example: `  # From the repository's root, offline (the scripted provider); the result
+  # goes to stdout, progress to stderr, the run to .agent/supervisor/notes-1
+  agentrt supervise examples/profiles/delegation-manager.json --worker examples/profiles/note-writer.json --task "Write a one-line release note." --run-id notes-1
+
+  # The same run continued after its process died (settled workers are replayed)
+  agentrt supervise examples/profiles/delegation-manager.json --worker examples/profiles/note-writer.json --resume --run-id notes-1 --json
+
+  # From another shell while a run is live: steer a worker, cancel the run
+  agentrt steer notes-1 note-writer "Keep it under ten words."
+  agentrt cancel notes-1
+  agentrt top --once`,
 		Short: "Run a manager agent that delegates to workers under one conserved budget",
 		Long: `Run the manager profile in MANAGER-PROFILE (harness cli-base, declaring the
 coordination verbs it may use as agent_runtime_coordination_* tools) on --task.
