@@ -11,6 +11,8 @@ import (
 	"maps"
 	"math"
 	"os"
+	"os/exec"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -209,6 +211,9 @@ none or its journal lost part of it, 2 on usage errors.`,
 				return usage("--stop-after-settles and --stop-when-idle cannot be negative")
 			case (cmd.Flags().Changed("driver-attempts") || reprompt != "") && !isHarnessProvider(providerName):
 				return usage("--driver-attempts and --reprompt drive an external-harness manager again (--provider claude-code, codex or opencode); a %s manager runs its loop in process", providerName)
+			}
+			if err := checkCommandFound(cmd.Context(), checkCmd); err != nil {
+				return err
 			}
 			repromptOpt, err := repromptFlag(reprompt, timeout, resume)
 			if err != nil {
@@ -458,7 +463,7 @@ none or its journal lost part of it, 2 on usage errors.`,
 	f.StringVar(&scriptPath, "script", "", "script for the workers' scripted provider (default: answer every task)")
 	f.StringVar(&managerScript, "manager-script", "", "script of the manager's scripted model (default: spawn each worker once and await them)")
 	f.StringVar(&expect, "expect", "", "deliver only a result that contains this text")
-	f.StringVar(&checkCmd, "check-cmd", "", "deliver only a result for which this shell command, given the result on stdin, exits 0")
+	f.StringVar(&checkCmd, "check-cmd", "", "deliver only a result for which this shell command, given the result on stdin, exits 0 (a first word /bin/sh cannot find is refused before the run)")
 	f.DurationVar(&checkTimeout, "check-timeout", 2*time.Minute, "how long --check-cmd may run before the result counts as not judged")
 	f.StringVar(&runDir, "run-dir", "", "directory of the run's journal and logs (default: WORKSPACE/.agent/supervisor/RUN-ID)")
 	f.StringVar(&workspace, "workspace", ".", "workspace root of the default run directory")
@@ -595,6 +600,37 @@ func endpointModel(providerName, model, baseURL, openaiAPI string) (contract.Cha
 		return nil, usage("%v", err)
 	}
 	return m, nil
+}
+
+// plainCommandWord is a --check-cmd's first word that names a command
+// by itself: no quoting, expansion, redirection or assignment.
+var plainCommandWord = regexp.MustCompile(`^[A-Za-z0-9_./+-]+$`)
+
+// checkCommandFound refuses, before anything runs, a --check-cmd whose
+// first word /bin/sh cannot find (command -v: a builtin, keyword, function
+// or executable), so that a typo'd or missing checker is a usage error
+// rather than a whole run's workers judged "exited 127" and no winner. A
+// first word that is not plain (a quote, a variable, an assignment, a
+// subshell) is left to the shell.
+func checkCommandFound(ctx context.Context, checkCmd string) error {
+	fields := strings.Fields(checkCmd)
+	if len(fields) == 0 || !plainCommandWord.MatchString(fields[0]) {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	probe := exec.CommandContext(ctx, "/bin/sh", "-c", `command -v "$1" >/dev/null 2>&1`, "sh", fields[0])
+	err := probe.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &exit) && ctx.Err() == nil:
+		return usage("--check-cmd runs %q, which /bin/sh cannot find: install it, put it on PATH, or fix --check-cmd", fields[0])
+	default:
+		// No /bin/sh, or it hung: the check itself will say so.
+		return nil
+	}
 }
 
 // exampleManager is a manager profile of the repository a user can run

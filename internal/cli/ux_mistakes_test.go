@@ -41,6 +41,13 @@ func TestSuperviseMistakesSayWhatToDo(t *testing.T) {
 			want:    []string{`--check-timeout`, `"soon"`, "duration", "30s"},
 			mustNot: []string{"time: invalid duration"},
 		},
+		// A checker that is not installed (or mistyped): refused before
+		// a worker spends anything, not every result judged "exited 127".
+		"--check-cmd not installed": {
+			args:    base("--check-cmd", "agentrt-no-such-checker --strict"),
+			want:    []string{"--check-cmd", `"agentrt-no-such-checker"`, "cannot find", "PATH"},
+			mustNot: []string{"exited 127"},
+		},
 		"--budget-usd lots": {
 			args:    base("--budget-usd", "lots"),
 			want:    []string{`--budget-usd`, `"lots"`, "number"},
