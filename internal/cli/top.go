@@ -301,7 +301,13 @@ func (s *topSource) load(ctx context.Context) topSnapshot {
 	defer s.follows.sweep()
 	for _, dir := range s.dirs {
 		r, err := s.follows.look(ctx, dir)
-		if err != nil {
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			// A directory named before its run started (or after it
+			// was removed): said plainly, and read again next frame.
+			snap.Errors = append(snap.Errors, "run dir "+dir+": no "+supervise.SpawnJournalFile+" in it (yet): no run has journaled there")
+			continue
+		case err != nil:
 			snap.Errors = append(snap.Errors, "run dir "+dir+": "+err.Error())
 			continue
 		}
