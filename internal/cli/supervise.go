@@ -1535,7 +1535,15 @@ unknown, and running this again with the same --operation-id shows the outcome.
 Exit status: 0 when the acknowledgement says delivered, or with --wait 0
 (the request is written and not waited for: "requested"), 1 for any other
 acknowledgement or none within --wait (said on stderr), 2 on usage errors.`,
-		Args: cobra.ExactArgs(2),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 3 {
+				return usage("agentrt supervise steer takes the message as --message TEXT (with --operation-id ID); agentrt steer RUN WORKER MESSAGE takes it as an argument")
+			}
+			if len(args) != 2 {
+				return usage("agentrt supervise steer takes RUN-DIR and WORKER, got %d argument(s) (see agentrt supervise steer --help)", len(args))
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			if message == "" || opID == "" {

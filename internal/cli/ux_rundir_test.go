@@ -53,3 +53,14 @@ func TestTopRunDirMissingIsUsageError(t *testing.T) {
 		t.Errorf("exit %d, want 2, nothing on stdout and a one-line why\nstdout: %s\nstderr: %s", code, out, errOut)
 	}
 }
+
+// agentrt supervise steer given the message as agentrt steer takes it (a
+// third argument) says where the message goes instead of cobra's
+// "accepts 2 arg(s), received 3".
+func TestSuperviseSteerMessageAsArgumentSaysWhere(t *testing.T) {
+	t.Parallel()
+	out, errOut, code := run(t, "", "supervise", "steer", t.TempDir(), "note", "Be brief.")
+	if code != 2 || out != "" || !strings.Contains(errOut, "--message TEXT") || !strings.Contains(errOut, "agentrt steer RUN WORKER MESSAGE") {
+		t.Errorf("exit %d, want 2 and where the message goes\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+}
