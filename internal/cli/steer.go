@@ -22,7 +22,7 @@ import (
 // (supervise.RunDirIn), refused when it records another run.
 func resolveRunDir(run, workspace string) (string, error) {
 	if fi, err := os.Stat(run); err == nil && fi.IsDir() {
-		return run, checkRunDir(run)
+		return run, nil
 	}
 	// An id that is not UTF-8 or holds a control character names no
 	// run (the CLI never starts one so).
@@ -42,7 +42,7 @@ func resolveRunDir(run, workspace string) (string, error) {
 		if other != "" && other != run {
 			return "", usage("%s is the directory of run %q, not of run %q: give the id of the run you mean, or its directory", dir, other, run)
 		}
-		return dir, checkRunDir(dir)
+		return dir, nil
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return "", &exitError{code: ExitFailed, err: fmt.Errorf("reading run %s's directory: %w (check its permissions)", run, err)}
 	}

@@ -1555,9 +1555,6 @@ acknowledgement or none within --wait (said on stderr), 2 on usage errors.`,
 			if err := checkText("--message", message); err != nil {
 				return err
 			}
-			if err := checkRunDir(args[0]); err != nil {
-				return err
-			}
 			return steerWorker(ctx, stdio, args[0], args[1], message, opID, interrupt, wait, asJSON)
 		},
 	}
@@ -1618,9 +1615,6 @@ the whole run; then wait up to --wait for the supervisor to confirm the end
 			if len(args) == 2 {
 				worker = args[1]
 			}
-			if err := checkRunDir(args[0]); err != nil {
-				return err
-			}
 			return cancelWork(ctx, stdio, args[0], worker, opID, reason, rc, wait, asJSON)
 		},
 	}
@@ -1636,6 +1630,11 @@ the whole run; then wait up to --wait for the supervisor to confirm the end
 // wait for the supervisor's acknowledgement: agentrt supervise steer and
 // agentrt steer.
 func steerWorker(ctx context.Context, stdio IO, dir, worker, message, opID string, interrupt bool, wait time.Duration, asJSON bool) error {
+	// Checked after the operands, which are refused first as they were
+	// before any run directory was read.
+	if err := checkRunDir(dir); err != nil {
+		return err
+	}
 	req, err := supervise.WriteWorkerSteer(ctx, dir, worker, supervise.WorkerSteer{OperationID: opID, Message: message, Source: "cli", Interrupt: interrupt})
 	if err != nil {
 		return controlError(err)
@@ -1704,6 +1703,9 @@ func cancelWork(ctx context.Context, stdio IO, dir, worker, opID, reason string,
 	}
 	if rc.deadline < 0 {
 		return usage("--deadline must not be negative")
+	}
+	if err := checkRunDir(dir); err != nil {
+		return err
 	}
 	final := func(e kernel.Effect) bool { return e == kernel.EffectCancelled || e == kernel.EffectNotLive }
 	var effect kernel.Effect
