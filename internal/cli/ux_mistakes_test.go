@@ -48,6 +48,13 @@ func TestSuperviseMistakesSayWhatToDo(t *testing.T) {
 			want:    []string{"--check-cmd", `"agentrt-no-such-checker"`, "cannot find", "PATH"},
 			mustNot: []string{"exited 127"},
 		},
+		// WORKER=PROVIDER without its =PROVIDER: say so, not "unknown
+		// provider" of a worker's name.
+		"--worker-provider WORKER alone": {
+			args:    base("--worker-provider", "note-writer"),
+			want:    []string{`--worker-provider note-writer names worker "note-writer" but no provider`, "note-writer=PROVIDER"},
+			mustNot: []string{"unknown provider"},
+		},
 		"--budget-usd lots": {
 			args:    base("--budget-usd", "lots"),
 			want:    []string{`--budget-usd`, `"lots"`, "number"},
