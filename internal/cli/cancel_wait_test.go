@@ -53,9 +53,13 @@ func TestCancelWaitZeroIsRequested(t *testing.T) {
 		t.Errorf("cancel again: exit %d, want 0 and cancelled\n%s%s", code, out, errOut)
 	}
 
-	// A run directory no supervisor holds: nobody confirms.
+	// A run directory no supervisor holds (its process was killed: the
+	// lock file stays, no one holds it): nobody confirms.
 	idle := filepath.Join(t.TempDir(), "idle")
 	if err := os.Mkdir(idle, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(idle, supervise.LockFile), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	out, errOut, code = run(t, "", "cancel", idle, "--operation-id", "stop", "--wait", "0")

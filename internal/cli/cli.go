@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/agentrt/agentrt/contract"
 )
@@ -184,7 +185,7 @@ byte like the reference TypeScript implementation, and runs them.`,
 	root.AddCommand(newImproveCmd(stdio))
 	root.AddCommand(newSuperviseCmd(stdio, open), newGraphCmd(stdio, open), newSteerCmd(stdio), newCancelCmd(stdio))
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return usage("%v (see %s --help)", err, c.CommandPath())
+		return usage("%s (see %s --help)", flagErrorText(err), c.CommandPath())
 	})
 	root.SetHelpCommand(newHelpCmd())
 	root.InitDefaultCompletionCmd()
@@ -306,3 +307,28 @@ func newVersionCmd(stdio IO) *cobra.Command {
 
 // Version is the agentrt release.
 const Version = "0.1.0-dev"
+
+// flagErrorText says what a flag's value should have been when the value
+// given does not parse as its type, instead of the Go parser's error
+// ("strconv.ParseInt: parsing ...: invalid syntax"); any other flag error
+// (an unknown flag, a missing value) is said as pflag says it.
+func flagErrorText(err error) string {
+	var bad *pflag.InvalidValueError
+	if !errors.As(err, &bad) || bad.GetFlag() == nil {
+		return err.Error()
+	}
+	want := ""
+	switch bad.GetFlag().Value.Type() {
+	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64":
+		want = "a whole number, such as 4"
+	case "float32", "float64":
+		want = "a number, such as 2.5"
+	case "duration":
+		want = "a duration, such as 30s, 5m or 1h30m"
+	case "bool":
+		want = "true or false"
+	default:
+		return err.Error()
+	}
+	return fmt.Sprintf("--%s %q: the value must be %s", bad.GetFlag().Name, bad.GetValue(), want)
+}

@@ -27,7 +27,14 @@ func newGraphCmd(stdio IO, open providerOpener) *cobra.Command {
 	var seatsPath string
 	var journal storeJournalFlags
 	cmd := &cobra.Command{
-		Use:   "graph FILE --task TEXT [--directives FILE] [--run-dir DIR [--resume]]",
+		Use: "graph FILE --task TEXT [--directives FILE] [--run-dir DIR [--resume]]",
+		Example: `  # From the repository's root, offline: a driver delegating to a coder, a
+  # critic analyzing it, with built-in directives; the run to .agent/supervisor/review-1
+  agentrt graph examples/graph/review.json --task "Add a --dry-run flag to the importer." --run-id review-1
+
+  # The same run continued after its process died
+  agentrt graph examples/graph/review.json --resume --run-id review-1 --json
+  agentrt graph directives`,
 		Short: "Run a fixed agent topology from a JSON graph under one conserved budget",
 		Long: `Run the graph in FILE (or - for stdin): nodes are profiles (name = id), edges
 are delegates and analyzes edges naming their directives by handle, and its

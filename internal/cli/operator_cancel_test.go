@@ -1,6 +1,8 @@
 package cli_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -78,6 +80,10 @@ func TestCancelOfALabelNotYetSpawnedAppliesWhenItIsBehaviour49(t *testing.T) {
 // not that another worker was asked.
 func TestCancelConflictNamesWhatDiffersBehaviour49(t *testing.T) {
 	dir := t.TempDir()
+	// A run dir no supervisor holds: the lock file a killed one leaves.
+	if err := os.WriteFile(filepath.Join(dir, supervise.LockFile), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := supervise.CancelWorker(t.Context(), dir, "note", "c-1", supervise.CancelOptions{Reason: "too slow"}); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"github.com/agentrt/agentrt/supervise"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -16,6 +17,10 @@ func TestOperatorWorkerPathElementsStayInRunDir(t *testing.T) {
 	parent := t.TempDir()
 	runDir := filepath.Join(parent, "run")
 	if err := os.Mkdir(runDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// A run dir no supervisor holds: the lock file a killed one leaves.
+	if err := os.WriteFile(filepath.Join(runDir, supervise.LockFile), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for _, w := range []string{"..", "../../escape", "a/b", `..\..\escape`} {

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -44,7 +46,42 @@ func resolveRunDir(run, workspace string) (string, error) {
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return "", &exitError{code: ExitFailed, err: fmt.Errorf("reading run %s's directory: %w (check its permissions)", run, err)}
 	}
-	return "", usage("%s is neither a run directory nor the id of a run in %s (its directory would be %s)", run, workspace, dir)
+	if fi, err := os.Stat(run); err == nil && !fi.IsDir() {
+		return "", usage("%s is a file, not a run directory: %s", run, runDirHint)
+	}
+	return "", usage("%s is neither a run directory nor the id of a run in %s (its directory would be %s): %s", run, workspace, dir, runDirHint)
+}
+
+// runDirHint says what names a supervised run, for a RUN that names none.
+const runDirHint = "give the run's directory (WORKSPACE/.agent/supervisor/RUN-ID, printed as \"run dir\" by agentrt supervise and agentrt graph) or its id with --workspace WORKSPACE"
+
+// runDirMarkers are the files a supervised run keeps in its directory
+// from its start (the lock while it runs, its state and progress, its
+// journal unless it is kept in the store, the manager's stream): a
+// directory holding none of them holds no run.
+var runDirMarkers = []string{supervise.LockFile, supervise.StateFile, supervise.SpawnJournalFile, supervise.ProgressFile, supervise.RootStreamFile}
+
+// checkRunDir refuses, as a usage error, a steer or cancel aimed at dir
+// when dir is no supervised run's directory: one that does not exist, a
+// file, or a directory holding none of runDirMarkers (a typo'd path that
+// happens to exist, a workspace given for its run). Nothing is written
+// then, and nothing waits --wait for a supervisor that cannot be there.
+func checkRunDir(dir string) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return usage("%s: no such run directory: %s", dir, runDirHint)
+	case err != nil:
+		return &exitError{code: ExitFailed, err: fmt.Errorf("reading run directory %s: %w (check its permissions)", dir, err)}
+	case !fi.IsDir():
+		return usage("%s is a file, not a run directory: %s", dir, runDirHint)
+	}
+	for _, m := range runDirMarkers {
+		if _, err := os.Lstat(filepath.Join(dir, m)); err == nil {
+			return nil
+		}
+	}
+	return usage("%s holds no supervised run (none of %s in it): %s", dir, strings.Join(runDirMarkers, ", "), runDirHint)
 }
 
 // defaultOperationID derives a request's operation id from what it asks,
@@ -78,7 +115,9 @@ func newSteerCmd(stdio IO) *cobra.Command {
 	var interrupt, asJSON bool
 	var wait time.Duration
 	cmd := &cobra.Command{
-		Use:   "steer RUN WORKER MESSAGE",
+		Use: "steer RUN WORKER MESSAGE",
+		Example: `  agentrt steer notes-1 note-writer "Keep it under ten words."
+  agentrt steer .agent/supervisor/notes-1 notes-1:s1 "Stop and summarise." --interrupt --json`,
 		Short: "Deliver a message to a worker of a running supervised or graph run",
 		Long: `Deliver MESSAGE to WORKER of the supervised or graph run RUN while it
 runs, from any process: agentrt supervise steer with the message as an
@@ -130,7 +169,9 @@ func newCancelCmd(stdio IO) *cobra.Command {
 	var asJSON bool
 	var wait time.Duration
 	cmd := &cobra.Command{
-		Use:   "cancel RUN [WORKER]",
+		Use: "cancel RUN [WORKER]",
+		Example: `  agentrt cancel notes-1 note-writer --reason "not needed"
+  agentrt cancel .agent/supervisor/notes-1 --json`,
 		Short: "Cancel a worker (and its subtree) of a running supervised or graph run, or the whole run",
 		Long: `Cancel WORKER (and its subtree) of the supervised or graph run RUN, or
 without WORKER the whole run, from any process: agentrt supervise cancel.

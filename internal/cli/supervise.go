@@ -11,6 +11,8 @@ import (
 	"maps"
 	"math"
 	"os"
+	"os/exec"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,6 +25,7 @@ import (
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/coordmcp"
+	"github.com/agentrt/agentrt/harness"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/profile"
@@ -52,7 +55,18 @@ func newSuperviseCmd(stdio IO, open providerOpener) *cobra.Command {
 	var seatsPath string
 	var fleetFlags superviseFleetFlags
 	cmd := &cobra.Command{
-		Use:   "supervise MANAGER-PROFILE --task TEXT --worker PROFILE...",
+		Use: "supervise MANAGER-PROFILE --task TEXT --worker PROFILE...",
+		Example: `  # From the repository's root, offline (the scripted provider); the result
+  # goes to stdout, progress to stderr, the run to .agent/supervisor/notes-1
+  agentrt supervise examples/profiles/delegation-manager.json --worker examples/profiles/note-writer.json --task "Write a one-line release note." --run-id notes-1
+
+  # The same run continued after its process died (settled workers are replayed)
+  agentrt supervise examples/profiles/delegation-manager.json --worker examples/profiles/note-writer.json --resume --run-id notes-1 --json
+
+  # From another shell while a run is live: steer a worker, cancel the run
+  agentrt steer notes-1 note-writer "Keep it under ten words."
+  agentrt cancel notes-1
+  agentrt top --once`,
 		Short: "Run a manager agent that delegates to workers under one conserved budget",
 		Long: `Run the manager profile in MANAGER-PROFILE (harness cli-base, declaring the
 coordination verbs it may use as agent_runtime_coordination_* tools) on --task.
@@ -198,6 +212,9 @@ none or its journal lost part of it, 2 on usage errors.`,
 			case (cmd.Flags().Changed("driver-attempts") || reprompt != "") && !isHarnessProvider(providerName):
 				return usage("--driver-attempts and --reprompt drive an external-harness manager again (--provider claude-code, codex or opencode); a %s manager runs its loop in process", providerName)
 			}
+			if err := checkCommandFound(cmd.Context(), checkCmd); err != nil {
+				return err
+			}
 			repromptOpt, err := repromptFlag(reprompt, timeout, resume)
 			if err != nil {
 				return err
@@ -226,6 +243,11 @@ none or its journal lost part of it, 2 on usage errors.`,
 			external := isHarnessProvider(providerName)
 			if external && string(mgr.Harness) != providerName {
 				return usage("--provider %s runs the manager on that harness: the manager profile must declare \"harness\": %q (it declares %q)", providerName, providerName, mgr.Harness)
+			}
+			if !external {
+				if err := checkRouterManager(args[0], mgr); err != nil {
+					return err
+				}
 			}
 			lenses, err := readAnalysts(stdio, analystsPath)
 			if err != nil {
@@ -441,7 +463,7 @@ none or its journal lost part of it, 2 on usage errors.`,
 	f.StringVar(&scriptPath, "script", "", "script for the workers' scripted provider (default: answer every task)")
 	f.StringVar(&managerScript, "manager-script", "", "script of the manager's scripted model (default: spawn each worker once and await them)")
 	f.StringVar(&expect, "expect", "", "deliver only a result that contains this text")
-	f.StringVar(&checkCmd, "check-cmd", "", "deliver only a result for which this shell command, given the result on stdin, exits 0")
+	f.StringVar(&checkCmd, "check-cmd", "", "deliver only a result for which this shell command, given the result on stdin, exits 0 (a first word /bin/sh cannot find is refused before the run)")
 	f.DurationVar(&checkTimeout, "check-timeout", 2*time.Minute, "how long --check-cmd may run before the result counts as not judged")
 	f.StringVar(&runDir, "run-dir", "", "directory of the run's journal and logs (default: WORKSPACE/.agent/supervisor/RUN-ID)")
 	f.StringVar(&workspace, "workspace", ".", "workspace root of the default run directory")
@@ -578,6 +600,79 @@ func endpointModel(providerName, model, baseURL, openaiAPI string) (contract.Cha
 		return nil, usage("%v", err)
 	}
 	return m, nil
+}
+
+// plainCommandWord is a --check-cmd's first word that names a command
+// by itself: no quoting, expansion, redirection or assignment.
+var plainCommandWord = regexp.MustCompile(`^[A-Za-z0-9_./+-]+$`)
+
+// checkCommandFound refuses, before anything runs, a --check-cmd whose
+// first word /bin/sh cannot find (command -v: a builtin, keyword, function
+// or executable), so that a typo'd or missing checker is a usage error
+// rather than a whole run's workers judged "exited 127" and no winner. A
+// first word that is not plain (a quote, a variable, an assignment, a
+// subshell) is left to the shell.
+func checkCommandFound(ctx context.Context, checkCmd string) error {
+	fields := strings.Fields(checkCmd)
+	if len(fields) == 0 || !plainCommandWord.MatchString(fields[0]) {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	probe := exec.CommandContext(ctx, "/bin/sh", "-c", `command -v "$1" >/dev/null 2>&1`, "sh", fields[0])
+	err := probe.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &exit) && ctx.Err() == nil:
+		return usage("--check-cmd runs %q, which /bin/sh cannot find: install it, put it on PATH, or fix --check-cmd", fields[0])
+	default:
+		// No /bin/sh, or it hung: the check itself will say so.
+		return nil
+	}
+}
+
+// exampleManager is a manager profile of the repository a user can run
+// as agentrt supervise's MANAGER-PROFILE, named where one was refused.
+const exampleManager = "examples/profiles/delegation-manager.json"
+
+// checkRouterManager refuses, before anything runs, a MANAGER-PROFILE at
+// path that the in-process (cli-base) manager cannot run, saying what a
+// manager profile is: a harness CLI's profile without that --provider, or
+// a worker's profile (declaring tools other than the coordination verbs,
+// or none of them), the mistake of giving a --worker profile as the
+// manager. supervise.NewRouterBrain refuses the same at the run's start,
+// in its own terms.
+func checkRouterManager(path string, mgr *profile.Profile) error {
+	switch mgr.Harness {
+	case "", harness.CLIBase:
+	default:
+		if isHarnessProvider(string(mgr.Harness)) {
+			return usage("MANAGER-PROFILE %s declares harness %q: run it with --provider %s, or give a cli-base manager profile such as %s", path, mgr.Harness, mgr.Harness, exampleManager)
+		}
+		return usage("MANAGER-PROFILE %s declares harness %q, which agentrt supervise cannot run as the manager (cli-base, claude-code, codex or opencode): give a manager profile such as %s", path, mgr.Harness, exampleManager)
+	}
+	var other []string
+	granted := 0
+	for name, on := range mgr.Tools {
+		if !on {
+			continue
+		}
+		if v, ok := strings.CutPrefix(name, supervise.ToolPrefix); ok && slices.Contains(supervise.Verbs(), v) {
+			granted++
+			continue
+		}
+		other = append(other, name)
+	}
+	slices.Sort(other)
+	switch {
+	case len(other) > 0:
+		return usage("MANAGER-PROFILE %s is not a manager profile: it declares %s, which a cli-base manager cannot use; a manager declares only %s* coordination verbs (spawn_worker, await_event, ...), as %s does (was it meant as a --worker?)", path, strings.Join(other, ", "), supervise.ToolPrefix, exampleManager)
+	case granted == 0:
+		return usage("MANAGER-PROFILE %s is not a manager profile: it grants no coordination verb; a manager declares %s%s (and the other %s* verbs it uses), as %s does", path, supervise.ToolPrefix, supervise.VerbSpawnWorker, supervise.ToolPrefix, exampleManager)
+	}
+	return nil
 }
 
 // isHarnessProvider reports whether --provider names an external
@@ -1440,7 +1535,15 @@ unknown, and running this again with the same --operation-id shows the outcome.
 Exit status: 0 when the acknowledgement says delivered, or with --wait 0
 (the request is written and not waited for: "requested"), 1 for any other
 acknowledgement or none within --wait (said on stderr), 2 on usage errors.`,
-		Args: cobra.ExactArgs(2),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 3 {
+				return usage("agentrt supervise steer takes the message as --message TEXT (with --operation-id ID); agentrt steer RUN WORKER MESSAGE takes it as an argument")
+			}
+			if len(args) != 2 {
+				return usage("agentrt supervise steer takes RUN-DIR and WORKER, got %d argument(s) (see agentrt supervise steer --help)", len(args))
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			if message == "" || opID == "" {
@@ -1527,6 +1630,11 @@ the whole run; then wait up to --wait for the supervisor to confirm the end
 // wait for the supervisor's acknowledgement: agentrt supervise steer and
 // agentrt steer.
 func steerWorker(ctx context.Context, stdio IO, dir, worker, message, opID string, interrupt bool, wait time.Duration, asJSON bool) error {
+	// Checked after the operands, which are refused first as they were
+	// before any run directory was read.
+	if err := checkRunDir(dir); err != nil {
+		return err
+	}
 	req, err := supervise.WriteWorkerSteer(ctx, dir, worker, supervise.WorkerSteer{OperationID: opID, Message: message, Source: "cli", Interrupt: interrupt})
 	if err != nil {
 		return controlError(err)
@@ -1595,6 +1703,9 @@ func cancelWork(ctx context.Context, stdio IO, dir, worker, opID, reason string,
 	}
 	if rc.deadline < 0 {
 		return usage("--deadline must not be negative")
+	}
+	if err := checkRunDir(dir); err != nil {
+		return err
 	}
 	final := func(e kernel.Effect) bool { return e == kernel.EffectCancelled || e == kernel.EffectNotLive }
 	var effect kernel.Effect

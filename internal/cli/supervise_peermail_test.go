@@ -251,7 +251,9 @@ func TestSupervisePeerMailRefusesWorkersWithoutAHarness(t *testing.T) {
 	dir := t.TempDir()
 	mgr := filepath.Join(dir, "manager.json")
 	wrk := filepath.Join(dir, "w.json")
-	os.WriteFile(mgr, []byte(`{"name": "manager"}`), 0o600)
+	// The manager grants a coordination verb: one that grants none is
+	// refused first, as no manager profile (checkRouterManager).
+	os.WriteFile(mgr, []byte(`{"name": "manager", "tools": {"agent_runtime_coordination_spawn_worker": true}}`), 0o600)
 	os.WriteFile(wrk, []byte(`{"name": "w"}`), 0o600)
 	for _, tc := range []struct {
 		name  string

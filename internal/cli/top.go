@@ -103,6 +103,9 @@ terminal; the frame has no colours then (or with --no-color).`,
 				if err := checkPath("--run-dir", d); err != nil {
 					return err
 				}
+				if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+					return usage("--run-dir %q is not a directory: give a supervise run's directory (WORKSPACE/.agent/supervisor/RUN-ID), or the workspace as ROOT to watch its runs as they appear", d)
+				}
 			}
 			root := "."
 			if len(args) == 1 {
@@ -298,7 +301,13 @@ func (s *topSource) load(ctx context.Context) topSnapshot {
 	defer s.follows.sweep()
 	for _, dir := range s.dirs {
 		r, err := s.follows.look(ctx, dir)
-		if err != nil {
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			// A directory named before its run started (or after it
+			// was removed): said plainly, and read again next frame.
+			snap.Errors = append(snap.Errors, "run dir "+dir+": no "+supervise.SpawnJournalFile+" in it (yet): no run has journaled there")
+			continue
+		case err != nil:
 			snap.Errors = append(snap.Errors, "run dir "+dir+": "+err.Error())
 			continue
 		}

@@ -163,14 +163,17 @@ func TestTopOnceGolden(t *testing.T) {
 	}
 }
 
-// A missing run dir is reported in the frame, not a crash, and the
-// command still succeeds so a script can read what it shows.
+// A run dir that holds no run yet (made before its supervisor starts)
+// is reported in the frame, plainly (not as an open error), not a crash, and the command still
+// succeeds so a script can read what it shows. One that does not exist
+// at all is a usage error (TestTopRunDirMissingIsUsageError), as a
+// missing ROOT is.
 func TestTopOnceMissingRunDir(t *testing.T) {
 	var out, errb bytes.Buffer
-	dir := filepath.Join(t.TempDir(), "nope")
+	dir := t.TempDir()
 	code := Main(context.Background(), []string{"top", "--once", "--run-dir", dir}, IO{In: strings.NewReader(""), Out: &out, Err: &errb})
-	if code != 0 || !strings.Contains(out.String(), "! run dir "+dir) {
-		t.Errorf("exit %d, frame:\n%s", code, out.String())
+	if want := "! run dir " + dir + ": no spawn-journal.jsonl in it (yet): no run has journaled there"; code != 0 || !strings.Contains(out.String(), want) {
+		t.Errorf("exit %d, want 0 and %q in the frame:\n%s", code, want, out.String())
 	}
 }
 

@@ -48,6 +48,10 @@ type workerProviders struct {
 // parse reads the flags' values; nodes are the names a NODE=PROVIDER
 // value may give (what the flag's help calls its node), the manager
 // never among them.
+// providerNames are the providers a --provider or --worker-provider
+// names (run.go's openProvider; its usage error lists the same).
+var providerNames = []string{"scripted", "openai", "anthropic", "claude-code", "codex", "opencode", "remote"}
+
 func (f workerProviderFlags) parse(nodes []string, node, manager string) (workerProviders, error) {
 	wp := workerProviders{byNode: map[string]string{}}
 	if len(f.specs) > maxWorkerProviders {
@@ -61,6 +65,9 @@ func (f workerProviderFlags) parse(nodes []string, node, manager string) (worker
 		switch {
 		case strings.TrimSpace(provider) == "":
 			return wp, usage("--worker-provider %q names no provider; give PROVIDER or %s=PROVIDER", spec, strings.ToUpper(node))
+		case !keyed && slices.Contains(nodes, provider) && !slices.Contains(providerNames, provider):
+			// The WORKER of WORKER=PROVIDER given alone.
+			return wp, usage("--worker-provider %s names %s %q but no provider: give %s=PROVIDER (or PROVIDER alone for every %s)", spec, node, provider, provider, node)
 		case !keyed && wp.all != "":
 			return wp, usage("--worker-provider names the provider of every worker twice (%s and %s); give one, and %s=PROVIDER for the others", wp.all, provider, strings.ToUpper(node))
 		case !keyed:
