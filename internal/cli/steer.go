@@ -57,9 +57,10 @@ const runDirHint = "give the run's directory (WORKSPACE/.agent/supervisor/RUN-ID
 
 // runDirMarkers are the files a supervised run keeps in its directory
 // from its start (the lock while it runs, its state and progress, its
-// journal unless it is kept in the store, the manager's stream): a
-// directory holding none of them holds no run.
-var runDirMarkers = []string{supervise.LockFile, supervise.StateFile, supervise.SpawnJournalFile, supervise.ProgressFile, supervise.RootStreamFile}
+// journal — or its coordination log when the journal is kept in the
+// store — and the manager's stream): a directory holding none of them
+// holds no run.
+var runDirMarkers = []string{supervise.LockFile, supervise.StateFile, supervise.SpawnJournalFile, supervise.CoordinationLogFile, supervise.ProgressFile, supervise.RootStreamFile}
 
 // checkRunDir refuses, as a usage error, a steer or cancel aimed at dir
 // when dir is no supervised run's directory: one that does not exist, a
