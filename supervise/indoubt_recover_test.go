@@ -269,7 +269,7 @@ func TestInDoubtRecoveryOutcomes(t *testing.T) {
 				t.Fatalf("the kernel run whose events failed: %+v, %v; want it failed", run, err)
 			}
 		}, wantInDoubt: "failed with its holder (store-failed"},
-		{name: "kernel run missing: in doubt", setup: func(*testing.T, store.Store) {}, wantInDoubt: "not in this run store"},
+		{name: "kernel run missing: in doubt", setup: func(*testing.T, store.Store) {}, wantInDoubt: "before its run began (spawn the work again under a new key), or the run used another store"},
 		{name: "executor is no Recoverer: in doubt", setup: kernelRun(workerProvider), plain: true, wantInDoubt: "Recoverer"},
 		{name: "no execution journaled: in doubt", setup: kernelRun(workerProvider), noExecution: true, wantInDoubt: "no execution was journaled"},
 	}

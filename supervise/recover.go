@@ -305,7 +305,7 @@ func (e *KernelExecutor) Recover(ctx context.Context, w RecoverWork) (Recovered,
 			break // the worker took no more turns
 		}
 		if errors.Is(err, store.ErrNotFound) {
-			return Recovered{}, fmt.Errorf("supervise: kernel run %s is not in this run store: resume with the store the run used, or spawn the work again under a new key: %w", id, err)
+			return Recovered{}, fmt.Errorf("supervise: kernel run %s is not in this run store: either the process stopped after journaling the worker's start and before its run began (spawn the work again under a new key), or the run used another store (resume with that one): %w", id, err)
 		}
 		if err != nil {
 			return Recovered{}, fmt.Errorf("supervise: reading kernel run %s: %w", id, err)
