@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -113,7 +114,7 @@ without a winner is also said on stderr), 2 on usage errors.`,
 			}
 			g, err := graph.Decode(data)
 			if err != nil {
-				return &exitError{code: ExitFailed, err: err}
+				return &exitError{code: ExitFailed, err: notAGraphHint(args[0], data, err)}
 			}
 			if err := graphAdmitsAWorker(&g); err != nil {
 				return &exitError{code: ExitFailed, err: err}
@@ -441,4 +442,21 @@ func graphAdmitsAWorker(g *graph.Graph) error {
 		key = "budget.iterations"
 	}
 	return &graph.ValidationError{Path: key, Reason: "is 0; each worker reserves one iteration from the graph's pool, so no node could run: give at least 1"}
+}
+
+// notAGraphHint adds, to the decode error of a document that holds none
+// of a graph's members (a profile or a script given by mistake), what a
+// graph file is and where one is: the error alone names the first
+// unknown member only.
+func notAGraphHint(name string, data []byte, err error) error {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(data, &top) != nil {
+		return err
+	}
+	for _, k := range []string{"nodes", "edges", "budget"} {
+		if _, ok := top[k]; ok {
+			return err
+		}
+	}
+	return fmt.Errorf("%w: %s is not a graph file (a graph is {nodes, edges, budget}; see examples/graph/review.json)", err, name)
 }
