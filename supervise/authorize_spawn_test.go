@@ -56,6 +56,17 @@ func TestAuthorizeSpawnPanicOrHangRefusesPreflight(t *testing.T) {
 				return nil
 			}
 		}},
+		// An error whose text is empty is still a refusal: before, the
+		// empty detail read as "admitted" and the spawn ran.
+		{name: "refuses with an empty error", detail: "the authorization hook refused without a reason", hook: func(calls *int) func(supervise.SpawnRequest) error {
+			return func(supervise.SpawnRequest) error {
+				*calls++
+				if *calls == 1 {
+					return errors.New("")
+				}
+				return nil
+			}
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			calls := 0

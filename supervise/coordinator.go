@@ -1888,7 +1888,10 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 			if err := c.scope.Transition(r.Node, StateRunning); err != nil {
 				return &ResumeError{RunDir: c.log.dir, Reason: "replaying " + string(r.Node), Err: err}
 			}
-			c.workers[r.Node] = &worker{id: r.Node, task: r.Task, replayed: true, profile: req.Authored}
+			// Its journaled runtime: a nested manager settled before the
+			// crash is not driven again, and is still a manager (the
+			// root's replayed spawn under it is not parent-not-manager).
+			c.workers[r.Node] = &worker{id: r.Node, task: r.Task, replayed: true, profile: req.Authored, runtime: r.Runtime}
 			if r.Runtime == RuntimeManager {
 				managers[r.Node] = true
 			}

@@ -374,6 +374,10 @@ func (s *Scope) authorizeLocked(h func(SpawnRequest) error, req SpawnRequest) (s
 	case a.panic != nil:
 		return fmt.Sprintf("the authorization hook panicked: %v", a.panic), nil
 	case a.err != nil:
+		if a.err.Error() == "" {
+			// An empty detail would read as admitted.
+			return "the authorization hook refused without a reason", a.err
+		}
 		return a.err.Error(), a.err
 	}
 	return "", nil

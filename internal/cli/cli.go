@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -310,8 +311,9 @@ const Version = "0.1.0-dev"
 
 // flagErrorText says what a flag's value should have been when the value
 // given does not parse as its type, instead of the Go parser's error
-// ("strconv.ParseInt: parsing ...: invalid syntax"); any other flag error
-// (an unknown flag, a missing value) is said as pflag says it.
+// ("strconv.ParseInt: parsing ...: invalid syntax"), or that it is out of
+// range when it is of the flag's kind but too large for it; any other
+// flag error (an unknown flag, a missing value) is said as pflag says it.
 func flagErrorText(err error) string {
 	var bad *pflag.InvalidValueError
 	if !errors.As(err, &bad) || bad.GetFlag() == nil {
@@ -329,6 +331,11 @@ func flagErrorText(err error) string {
 		want = "true or false"
 	default:
 		return err.Error()
+	}
+	if errors.Is(err, strconv.ErrRange) {
+		// The value is of the flag's kind but too large (or too small)
+		// for it: "must be a whole number" would be wrong.
+		return fmt.Sprintf("--%s %q: the value is out of range (too large or too small for the flag): give %s", bad.GetFlag().Name, bad.GetValue(), want)
 	}
 	return fmt.Sprintf("--%s %q: the value must be %s", bad.GetFlag().Name, bad.GetValue(), want)
 }

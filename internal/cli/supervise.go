@@ -311,7 +311,7 @@ none or its journal lost part of it, 2 on usage errors.`,
 				}
 			}
 			if peerMail {
-				if err := ps.peerMailWorkers(wp, fleetFlags.queue != ""); err != nil {
+				if err := ps.peerMailWorkers(wp, names, fleetFlags.queue != ""); err != nil {
 					return err
 				}
 			}

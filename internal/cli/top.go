@@ -302,6 +302,11 @@ func (s *topSource) load(ctx context.Context) topSnapshot {
 	for _, dir := range s.dirs {
 		r, err := s.follows.look(ctx, dir)
 		switch {
+		case errors.Is(err, fs.ErrNotExist) && fileExists(filepath.Join(dir, supervise.CoordinationLogFile)):
+			// A --journal-in-store run's dir: its run has journaled, in
+			// the run store, which a run dir's frame does not read.
+			snap.Errors = append(snap.Errors, "run dir "+dir+": journal kept in the run store (--journal-in-store), not in "+supervise.SpawnJournalFile)
+			continue
 		case errors.Is(err, fs.ErrNotExist):
 			// A directory named before its run started (or after it
 			// was removed): said plainly, and read again next frame.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/agentrt/agentrt/supervise"
 	"os"
 	"path/filepath"
 	"strings"
@@ -173,6 +174,23 @@ func TestTopOnceMissingRunDir(t *testing.T) {
 	dir := t.TempDir()
 	code := Main(context.Background(), []string{"top", "--once", "--run-dir", dir}, IO{In: strings.NewReader(""), Out: &out, Err: &errb})
 	if want := "! run dir " + dir + ": no spawn-journal.jsonl in it (yet): no run has journaled there"; code != 0 || !strings.Contains(out.String(), want) {
+		t.Errorf("exit %d, want 0 and %q in the frame:\n%s", code, want, out.String())
+	}
+}
+
+// A store-journal run's dir (agentrt supervise --journal-in-store) holds
+// its coordination log but no spawn-journal.jsonl: its run has
+// journaled, in the run store, and the frame says so rather than that
+// no run journaled there.
+func TestTopOnceStoreJournalRunDir(t *testing.T) {
+	var out, errb bytes.Buffer
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, supervise.CoordinationLogFile), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code := Main(context.Background(), []string{"top", "--once", "--run-dir", dir}, IO{In: strings.NewReader(""), Out: &out, Err: &errb})
+	want := "! run dir " + dir + ": journal kept in the run store"
+	if code != 0 || !strings.Contains(out.String(), want) || strings.Contains(out.String(), "no run has journaled there") {
 		t.Errorf("exit %d, want 0 and %q in the frame:\n%s", code, want, out.String())
 	}
 }

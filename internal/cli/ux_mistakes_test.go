@@ -36,6 +36,18 @@ func TestSuperviseMistakesSayWhatToDo(t *testing.T) {
 			want:    []string{`--max-live`, `"abc"`, "whole number", "agentrt supervise --help"},
 			mustNot: []string{"strconv", "ParseInt", "invalid syntax"},
 		},
+		// A whole number too large for its flag: say it is too large,
+		// not that it is no whole number.
+		"--max-live out of range": {
+			args:    base("--max-live", "99999999999999999999"),
+			want:    []string{`--max-live`, `"99999999999999999999"`, "out of range"},
+			mustNot: []string{"must be a whole number", "strconv", "ParseInt"},
+		},
+		"--budget-usd out of range": {
+			args:    base("--budget-usd", "1e999"),
+			want:    []string{`--budget-usd`, `"1e999"`, "out of range"},
+			mustNot: []string{"must be a number", "strconv", "ParseFloat"},
+		},
 		"--check-timeout soon": {
 			args:    base("--check-timeout", "soon"),
 			want:    []string{`--check-timeout`, `"soon"`, "duration", "30s"},

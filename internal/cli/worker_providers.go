@@ -251,16 +251,22 @@ func (e *nodeExecutor) ReleaseSessionTeardowns(ctx context.Context, runID string
 // it. A worker provider that is not claude-code, codex or opencode, and
 // --fleet (workers on other machines), are refused before anything
 // runs: their workers would otherwise fail, or run without the mail
-// the run offers them.
-func (p *providers) peerMailWorkers(wp workerProviders, onFleet bool) error {
+// the run offers them. The default provider (--worker-provider
+// PROVIDER, else --provider) is held to it only when some worker of
+// nodes (the --worker profiles' names) is not keyed to its own: a
+// scripted or openai manager's --provider runs no worker then.
+func (p *providers) peerMailWorkers(wp workerProviders, nodes []string, onFleet bool) error {
 	if onFleet {
 		return usage("--peer-mail serves each worker's mail on this machine's loopback: it cannot reach --fleet workers")
 	}
-	names := []string{cmp.Or(wp.all, p.primary)}
-	for _, node := range slices.Sorted(maps.Keys(wp.byNode)) {
-		names = append(names, wp.byNode[node])
+	var used []string
+	if wp.all != "" || slices.ContainsFunc(nodes, func(n string) bool { _, keyed := wp.byNode[n]; return !keyed }) {
+		used = append(used, cmp.Or(wp.all, p.primary))
 	}
-	for _, name := range names {
+	for _, node := range slices.Sorted(maps.Keys(wp.byNode)) {
+		used = append(used, wp.byNode[node])
+	}
+	for _, name := range used {
 		if !isHarnessProvider(name) {
 			return usage("--peer-mail mounts each worker's mail as an MCP server in its harness: workers on %s cannot mount one (run them on claude-code, codex or opencode)", name)
 		}
