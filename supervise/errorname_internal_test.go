@@ -35,6 +35,8 @@ func TestErrorNameReadsAsAClassName(t *testing.T) {
 		{"a kernel.RunError over an anonymous cause", &kernel.RunError{Cause: errors.New("x")}, "Error"},
 		{"a kernel.RunError without a cause is the error", &kernel.RunError{Reason: "failed"}, "RunError"},
 		{"a chain deeper than the walk's bound", deep, "Error"},
+		{"a typed-nil kernel.RunError in the chain", fmt.Errorf("x: %w", (*kernel.RunError)(nil)), "RunError"},
+		{"an Unwrap that panics", fmt.Errorf("x: %w", panickyUnwrap{}), "Error"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -45,3 +47,10 @@ func TestErrorNameReadsAsAClassName(t *testing.T) {
 		})
 	}
 }
+
+// panickyUnwrap is an unexported error whose Unwrap panics, as a typed
+// nil's method that dereferences it does.
+type panickyUnwrap struct{}
+
+func (panickyUnwrap) Error() string { return "panicky" }
+func (panickyUnwrap) Unwrap() error { panic("unwrap") }

@@ -1521,7 +1521,15 @@ func budgetStop(err error) bool { return errors.Is(err, errBudgetStop) }
 // looked through.
 // The walk follows single and joined unwrapping depth first and visits
 // at most maxErrorNameDepth errors, so a hostile chain cannot hold it.
-func errorName(err error) string {
+func errorName(err error) (name string) {
+	// An error's Unwrap is the caller's code: one that panics (a typed
+	// nil whose method dereferences it) names nothing rather than
+	// failing the run's result.
+	defer func() {
+		if recover() != nil {
+			name = "Error"
+		}
+	}()
 	const maxErrorNameDepth = 64
 	stack := []error{err}
 	for seen := 0; len(stack) > 0 && seen < maxErrorNameDepth; seen++ {
@@ -1530,7 +1538,11 @@ func errorName(err error) string {
 		if e == nil {
 			continue
 		}
-		if re, carrier := e.(*kernel.RunError); !carrier || re.Cause == nil {
+		re, carrier := e.(*kernel.RunError)
+		if carrier && re == nil {
+			return "RunError" // a typed nil: nothing to unwrap
+		}
+		if !carrier || re.Cause == nil {
 			if name := exportedTypeName(e); name != "" {
 				return name
 			}
