@@ -151,20 +151,7 @@ func TestTwoSimultaneousResumesOneProceeds(t *testing.T) {
 				t.Errorf("the refusal took %v; it must not wait for the holder", r.took)
 			}
 			// The journal holds one spawn per node and one settlement.
-			spawned, settled := map[supervise.NodeID]int{}, map[supervise.NodeID]int{}
-			for _, rec := range records() {
-				switch rec.Kind {
-				case supervise.KindSpawned:
-					spawned[rec.Node]++
-				case supervise.KindSettled:
-					settled[rec.Node]++
-				}
-			}
-			for n, c := range spawned {
-				if c != 1 || settled[n] > 1 {
-					t.Errorf("node %s spawned %d times, settled %d times:\n%s", n, c, settled[n], journalText(records()))
-				}
-			}
+			checkOneSpawnEach(t, "", records())
 			t.Logf("proceeded (exit %d, %v); refused (exit %d, %v):\n%s", p.code, p.took, r.code, r.took, r.stderr)
 		})
 	}

@@ -9,8 +9,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/agentrt/agentrt/supervise"
 )
 
 // A five-worker supervise run with its journal in the store is paused
@@ -113,22 +111,7 @@ func TestPausedAnywhereSupervisorLosesTheRun(t *testing.T) {
 				if after := journalText(recs); after != before {
 					t.Errorf("seed %d (paused at %v): the continued process wrote into the journal it lost:\nbefore:\n%safter:\n%s", seed, delay, before, after)
 				}
-				spawned, settled := map[supervise.NodeID]int{}, map[supervise.NodeID]int{}
-				delivered := false
-				for _, r := range recs {
-					switch r.Kind {
-					case supervise.KindSpawned:
-						spawned[r.Node]++
-					case supervise.KindSettled:
-						settled[r.Node]++
-						delivered = delivered || r.Delivered
-					}
-				}
-				for id, n := range spawned {
-					if n != 1 || settled[id] > 1 {
-						t.Errorf("seed %d: %s: %d spawns, %d settlements:\n%s", seed, id, n, settled[id], journalText(recs))
-					}
-				}
+				delivered := checkOneSpawnEach(t, fmt.Sprintf("seed %d: ", seed), recs)
 				if kind := member(decode(t, out), "kind").Str(); (kind == "winner") != delivered {
 					t.Errorf("seed %d: the resume's kind %q with a delivery journaled %v", seed, kind, delivered)
 				}

@@ -117,20 +117,7 @@ func TestSuperviseWhenPostgresFreezesMidRun(t *testing.T) {
 		t.Errorf("the resume's status %q, want winner:\n%s", s, out)
 	}
 	recs := storeRecords(st, "frozen")
-	spawned, settled := map[supervise.NodeID]int{}, map[supervise.NodeID]int{}
-	for _, r := range recs {
-		switch r.Kind {
-		case supervise.KindSpawned:
-			spawned[r.Node]++
-		case supervise.KindSettled:
-			settled[r.Node]++
-		}
-	}
-	for id, n := range spawned {
-		if n != 1 || settled[id] > 1 {
-			t.Errorf("%s: %d spawn rows, %d settlements, want one spawn and at most one settlement:\n%s", id, n, settled[id], journalText(recs))
-		}
-	}
+	checkOneSpawnEach(t, "", recs)
 	t.Logf("journal:\n%sresume's stderr:\n%s", journalText(recs), errOut)
 }
 

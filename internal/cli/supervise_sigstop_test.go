@@ -22,6 +22,32 @@ func journalText(recs []supervise.Record) string {
 	return b.String()
 }
 
+// checkOneSpawnEach fails t, prefixing what, when a node of recs was
+// journaled spawned more than once, settled more than once, or settled
+// before its spawn; it reports whether a settlement was delivered.
+func checkOneSpawnEach(t *testing.T, what string, recs []supervise.Record) (delivered bool) {
+	t.Helper()
+	spawned, settled := map[supervise.NodeID]int{}, map[supervise.NodeID]int{}
+	for _, r := range recs {
+		switch r.Kind {
+		case supervise.KindSpawned:
+			spawned[r.Node]++
+		case supervise.KindSettled:
+			if spawned[r.Node] == 0 {
+				t.Errorf("%s%s settled before its spawn:\n%s", what, r.Node, journalText(recs))
+			}
+			settled[r.Node]++
+			delivered = delivered || r.Delivered
+		}
+	}
+	for id, n := range spawned {
+		if n != 1 || settled[id] > 1 {
+			t.Errorf("%s%s: %d spawn rows, %d settlements, want one spawn and at most one settlement:\n%s", what, id, n, settled[id], journalText(recs))
+		}
+	}
+	return delivered
+}
+
 // Task L: the supervise process itself is paused (SIGSTOP) past its
 // --lease while its worker runs, on SQLite and PostgreSQL. A second
 // process resumes the run elsewhere and wins it. The first, continued
@@ -168,25 +194,9 @@ func TestPausedSuperviseProcessLosesTheRun(t *testing.T) {
 			if after := journalText(recs); after != before {
 				t.Errorf("the continued process wrote into the journal it lost:\nbefore:\n%safter:\n%s", before, after)
 			}
-			spawned, settled := map[supervise.NodeID]int{}, map[supervise.NodeID]int{}
-			for _, r := range recs {
-				switch r.Kind {
-				case supervise.KindSpawned:
-					spawned[r.Node]++
-				case supervise.KindSettled:
-					if spawned[r.Node] == 0 {
-						t.Errorf("%s settled before its spawn:\n%s", r.Node, journalText(recs))
-					}
-					settled[r.Node]++
-				}
-			}
 			// The paused worker is left in doubt (its kernel run's lease
 			// outlasts the take-over) and the manager spawns again.
-			for id, n := range spawned {
-				if n != 1 || settled[id] > 1 {
-					t.Errorf("%s: %d spawn rows, %d settlements, want one spawn and at most one settlement:\n%s", id, n, settled[id], journalText(recs))
-				}
-			}
+			checkOneSpawnEach(t, "", recs)
 			t.Logf("journal:\n%sfirst's stderr:\n%s", journalText(recs), aErr.String())
 		})
 	}
