@@ -2,6 +2,7 @@ package supervise_test
 
 import (
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,33 +25,30 @@ func TestAuthorizeSpawnPanicOrHangRefusesPreflight(t *testing.T) {
 	req := supervise.SpawnRequest{Profile: "w", Task: "t"}
 	for _, tc := range []struct {
 		name   string
-		hook   func(calls *int) func(supervise.SpawnRequest) error
+		hook   func(calls *atomic.Int32) func(supervise.SpawnRequest) error
 		detail string
 	}{
-		{name: "panics", detail: "the authorization hook panicked: boom", hook: func(calls *int) func(supervise.SpawnRequest) error {
+		{name: "panics", detail: "the authorization hook panicked: boom", hook: func(calls *atomic.Int32) func(supervise.SpawnRequest) error {
 			return func(supervise.SpawnRequest) error {
-				*calls++
-				if *calls == 1 {
+				if calls.Add(1) == 1 {
 					panic("boom")
 				}
 				return nil
 			}
 		}},
-		{name: "hangs", detail: "the authorization hook did not answer within 200ms", hook: func(calls *int) func(supervise.SpawnRequest) error {
+		{name: "hangs", detail: "the authorization hook did not answer within 200ms", hook: func(calls *atomic.Int32) func(supervise.SpawnRequest) error {
 			release := make(chan struct{})
 			t.Cleanup(func() { close(release) })
 			return func(supervise.SpawnRequest) error {
-				*calls++
-				if *calls == 1 {
+				if calls.Add(1) == 1 {
 					<-release
 				}
 				return nil
 			}
 		}},
-		{name: "refuses", detail: "policy says no", hook: func(calls *int) func(supervise.SpawnRequest) error {
+		{name: "refuses", detail: "policy says no", hook: func(calls *atomic.Int32) func(supervise.SpawnRequest) error {
 			return func(supervise.SpawnRequest) error {
-				*calls++
-				if *calls == 1 {
+				if calls.Add(1) == 1 {
 					return errors.New("policy says no")
 				}
 				return nil
@@ -58,10 +56,9 @@ func TestAuthorizeSpawnPanicOrHangRefusesPreflight(t *testing.T) {
 		}},
 		// An error whose text is empty is still a refusal: before, the
 		// empty detail read as "admitted" and the spawn ran.
-		{name: "refuses with an empty error", detail: "the authorization hook refused without a reason", hook: func(calls *int) func(supervise.SpawnRequest) error {
+		{name: "refuses with an empty error", detail: "the authorization hook refused without a reason", hook: func(calls *atomic.Int32) func(supervise.SpawnRequest) error {
 			return func(supervise.SpawnRequest) error {
-				*calls++
-				if *calls == 1 {
+				if calls.Add(1) == 1 {
 					return errors.New("")
 				}
 				return nil
@@ -69,7 +66,9 @@ func TestAuthorizeSpawnPanicOrHangRefusesPreflight(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			calls := 0
+			// The hung call's goroutine outlives its bound and runs beside
+			// the next call: the count is shared between them.
+			var calls atomic.Int32
 			f := newFixture(t, root, supervise.ScopeOptions{PerWorker: worker, AuthorizeSpawn: tc.hook(&calls)})
 			supervise.SetAuthorizeSpawnTimeout(f.scope, 200*time.Millisecond)
 			before := f.pool.Readout()
