@@ -142,14 +142,18 @@ func (r *run) ledgerInDoubtAnalystsLocked(ctx context.Context, c *supervise.Coor
 			continue
 		}
 		if o, ok := nodeOf(c, id); ok && o.InDoubt {
-			ar := runs[id]
-			e := ar.edge
-			row := LedgerRow{Edge: e.ID(), Kind: Analyzes, From: strings.Join(e.Over, "+"), To: e.To, Directive: e.Directive,
-				Continuity: ContinuitySteer, Outcome: OutcomeUnpropagated, WorkerID: ar.source,
-				Reason: "analyst worker " + string(id) + " is in doubt after the restart; its findings are lost"}
-			r.journalLocked(ctx, c, journaledRow{LedgerRow: row, Analyst: id})
+			r.journalLocked(ctx, c, inDoubtAnalystRow(id, runs[id]))
 		}
 	}
+}
+
+// inDoubtAnalystRow is the row of analyst worker id, left in doubt by
+// the restart: its traversal happened and its findings are lost.
+func inDoubtAnalystRow(id supervise.NodeID, ar analystRun) journaledRow {
+	e := ar.edge
+	return journaledRow{Analyst: id, LedgerRow: LedgerRow{Edge: e.ID(), Kind: Analyzes, From: strings.Join(e.Over, "+"), To: e.To, Directive: e.Directive,
+		Continuity: ContinuitySteer, Outcome: OutcomeUnpropagated, WorkerID: ar.source,
+		Reason: "analyst worker " + string(id) + " is in doubt after the restart; its findings are lost"}}
 }
 
 // lensRunKey keys the lens run of edge e over worker source.
@@ -257,6 +261,13 @@ func (r *run) afterSettle(ctx context.Context, c *supervise.Coordinator, s super
 			continue
 		}
 		res, err := c.RunAnalyst(ctx, supervise.RunAnalystArgs{Kind: e.Analyst, WorkerID: s.Node.ID})
+		if err != nil && journaled {
+			// The dead process journaled this lens run: its one row
+			// names it, whichever of this hook and the brain's start
+			// (ledgerInDoubtAnalystsLocked) comes first.
+			r.ledgerJournaledLens(ctx, c, id, analystRun{edge: e, source: s.Node.ID}, "analyst run refused: "+err.Error())
+			continue
+		}
 		if err != nil {
 			row.Reason = "analyst run refused: " + err.Error()
 			r.record(ctx, row, false)
@@ -268,6 +279,24 @@ func (r *run) afterSettle(ctx context.Context, c *supervise.Coordinator, s super
 			r.charge(e)
 		}
 	}
+}
+
+// ledgerJournaledLens ledgers lens run id, journaled before a restart,
+// whose analysis the resumed hook could not run again (why says why),
+// unless a row already names it. An in-doubt run gets the row
+// ledgerInDoubtAnalystsLocked would give it, so the ledger is the same
+// whichever ran first.
+func (r *run) ledgerJournaledLens(ctx context.Context, c *supervise.Coordinator, id supervise.NodeID, ar analystRun, why string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.analysed[id] {
+		return
+	}
+	jr := inDoubtAnalystRow(id, ar)
+	if o, ok := nodeOf(c, id); !ok || !o.InDoubt {
+		jr.Reason = why
+	}
+	r.journalLocked(ctx, c, jr)
 }
 
 // ledgerEndedAnalyst ledgers an analyst worker (node or lens) that
