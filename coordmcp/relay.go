@@ -198,25 +198,19 @@ func (o RelayOptions) bounds() callBounds {
 }
 
 // of is how long a relayed call of tool name with args may take: an
-// await_event its own wait (supervise's bound of its timeoutMs) and the
+// await_event its own wait (supervise.AwaitWait of its timeoutMs) and the
 // margin, any other call the call bound.
 func (b callBounds) of(name string, args json.RawMessage) time.Duration {
 	if name != supervise.ToolPrefix+supervise.VerbAwaitEvent {
 		return b.call
 	}
 	var a struct {
-		TimeoutMS float64 `json:"timeoutMs"`
+		TimeoutMS *float64 `json:"timeoutMs"`
 	}
-	wait := supervise.DefaultAwaitTimeout
-	if json.Unmarshal(args, &a) == nil {
-		switch {
-		case a.TimeoutMS > 0:
-			wait = time.Duration(min(a.TimeoutMS, float64(supervise.MaxAwaitTimeout.Milliseconds()))) * time.Millisecond
-		case a.TimeoutMS < 0:
-			wait = supervise.MaxAwaitTimeout
-		}
+	if json.Unmarshal(args, &a) != nil {
+		a.TimeoutMS = nil // the run refuses it: its default bounds the call
 	}
-	return wait + b.awaitMargin
+	return supervise.AwaitWait(a.TimeoutMS) + b.awaitMargin
 }
 
 // forward relays one tool's calls to the live run, each within its

@@ -96,8 +96,8 @@ func TestRelayedCallsOfAStalledRunAreBounded(t *testing.T) {
 }
 
 // The await bound follows supervise's reading of timeoutMs: its own
-// wait, capped at MaxAwaitTimeout; none or 0 the default; negative the
-// longest.
+// wait, capped at MaxAwaitTimeout; none the default; 0 or negative the
+// longest (§9: ≤0 = unbounded).
 func TestAwaitCallBound(t *testing.T) {
 	b := RelayOptions{}.bounds()
 	await := supervise.ToolPrefix + supervise.VerbAwaitEvent
@@ -108,6 +108,7 @@ func TestAwaitCallBound(t *testing.T) {
 		{await, `{"timeoutMs": 3000}`, 3*time.Second + DefaultAwaitMargin},
 		{await, `{}`, supervise.DefaultAwaitTimeout + DefaultAwaitMargin},
 		{await, `{"timeoutMs": -1}`, supervise.MaxAwaitTimeout + DefaultAwaitMargin},
+		{await, `{"timeoutMs": 0}`, supervise.MaxAwaitTimeout + DefaultAwaitMargin}, // §9: ≤0 = unbounded
 		{await, `{"timeoutMs": 1e12}`, supervise.MaxAwaitTimeout + DefaultAwaitMargin},
 		{await, `not json`, supervise.DefaultAwaitTimeout + DefaultAwaitMargin},
 		{supervise.ToolPrefix + supervise.VerbSpawnWorker, `{"timeoutMs": 99999}`, DefaultCallTimeout},

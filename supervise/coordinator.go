@@ -1,6 +1,7 @@
 package supervise
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -1269,9 +1270,35 @@ type AwaitArgs struct {
 	// TimeoutMS bounds the wait (default DefaultAwaitTimeout, at most
 	// MaxAwaitTimeout). A negative one asks to wait without a bound
 	// (§9's "≤0 = unbounded"): it waits MaxAwaitTimeout, the longest
-	// wait, within the run's own deadline — every wait here has one. Zero
-	// reads as omitted (the default).
-	TimeoutMS int64 `json:"timeoutMs,omitzero" jsonschema:"how long to wait, in milliseconds; negative: as long as allowed (10 minutes)"`
+	// wait, within the run's own deadline — every wait here has one. In
+	// Go, zero is the field left out (the default); in a tool call's
+	// JSON, where omitted and 0 differ, an explicit 0 is unbounded too
+	// (UnmarshalJSON reads it as -1).
+	TimeoutMS int64 `json:"timeoutMs,omitzero" jsonschema:"how long to wait, in milliseconds; 0 or negative: as long as allowed (10 minutes); default 45000"`
+}
+
+// UnmarshalJSON decodes await_event's arguments as a tool call gives
+// them, refusing unknown members: an explicit "timeoutMs": 0 is §9's
+// unbounded wait (TimeoutMS -1), not the omitted default.
+func (a *AwaitArgs) UnmarshalJSON(data []byte) error {
+	type plain AwaitArgs
+	var in struct {
+		plain
+		TimeoutMS *int64 `json:"timeoutMs"` // shadows plain's: given or not
+	}
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&in); err != nil {
+		return err
+	}
+	*a = AwaitArgs(in.plain)
+	if ms := in.TimeoutMS; ms != nil {
+		a.TimeoutMS = *ms
+		if *ms == 0 {
+			a.TimeoutMS = -1
+		}
+	}
+	return nil
 }
 
 // AwaitResult is await_event's reply: the next settlement, or idle (no
@@ -1317,15 +1344,28 @@ const (
 )
 
 // awaitBound is how long an await asked to wait ms milliseconds waits
-// (see AwaitArgs.TimeoutMS).
+// (see AwaitArgs.TimeoutMS: 0 is the field left out).
 func awaitBound(ms int64) time.Duration {
-	switch {
-	case ms > 0:
-		return min(time.Duration(ms)*time.Millisecond, MaxAwaitTimeout)
-	case ms < 0:
-		return MaxAwaitTimeout
+	if ms == 0 {
+		return AwaitWait(nil)
 	}
-	return DefaultAwaitTimeout
+	f := float64(ms)
+	return AwaitWait(&f)
+}
+
+// AwaitWait is how long an await_event whose timeoutMs is ms waits
+// (§9): nil (omitted) DefaultAwaitTimeout, a positive one that many
+// milliseconds up to MaxAwaitTimeout, and 0 or a negative one
+// ("unbounded") MaxAwaitTimeout, the longest wait (within the run's
+// own deadline). A relay in front of the run bounds its call with it.
+func AwaitWait(ms *float64) time.Duration {
+	switch {
+	case ms == nil || math.IsNaN(*ms):
+		return DefaultAwaitTimeout
+	case *ms > 0:
+		return time.Duration(min(*ms, float64(MaxAwaitTimeout.Milliseconds()))) * time.Millisecond
+	}
+	return MaxAwaitTimeout
 }
 
 // Await returns the next settlement not yet returned, in recorded order,
