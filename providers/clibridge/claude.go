@@ -7,7 +7,9 @@ import (
 	"maps"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/harness"
@@ -26,8 +28,19 @@ func (claudeDriver) npmPackage() string    { return "@anthropic-ai/claude-code" 
 // ownedEnv are the variables the claude driver sets.
 func (claudeDriver) ownedEnv() []string {
 	return []string{"CLAUDE_CONFIG_DIR", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN",
-		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "DISABLE_TELEMETRY", "DISABLE_AUTOUPDATER", "DISABLE_ERROR_REPORTING"}
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "DISABLE_TELEMETRY", "DISABLE_AUTOUPDATER", "DISABLE_ERROR_REPORTING",
+		"MCP_CONNECTION_NONBLOCKING", "MCP_CONNECT_TIMEOUT_MS"}
 }
+
+// ClaudeMCPConnectTimeout is how long claude-code waits for the
+// profile's MCP servers to connect before its first model call. Past
+// its own bound (5 s in print mode, claude-code 2.1.197) claude goes on
+// without a server not yet connected and never offers its tools in
+// that turn: a profile whose MCP server starts slowly (a busy machine,
+// a server that compiles or downloads first) would run without what it
+// declared. claude starts the turn as soon as every server connected,
+// so a longer bound costs nothing when they are quick.
+const ClaudeMCPConnectTimeout = 60 * time.Second
 
 // profileCaps: system prompt replace and append (--system-prompt,
 // --append-system-prompt), tools and permissions (--allowedTools,
@@ -232,6 +245,10 @@ func (d claudeDriver) materialize(t *turnSpec) (*plan, error) {
 		args = append(args, "--mcp-config="+path)
 		shown = append(shown, "--mcp-config="+rel)
 		ap.MCPServers, ap.DisabledMCPServers = mounted, disabled
+		// Wait for them (blocking, ClaudeMCPConnectTimeout) whatever
+		// the environment says.
+		pl.env["MCP_CONNECTION_NONBLOCKING"] = "false"
+		pl.env["MCP_CONNECT_TIMEOUT_MS"] = strconv.FormatInt(ClaudeMCPConnectTimeout.Milliseconds(), 10)
 	}
 	pl.args = args
 	pl.receipt.Args = shown

@@ -315,3 +315,35 @@ func codexNamespacedTools(t *testing.T, r fakeRequest) []string {
 	}
 	return offered
 }
+
+// A profile's MCP server that takes longer to start than claude-code's
+// own connect bound (5 s in print mode, after which claude goes on
+// without the server's tools) is still mounted: the bridge has claude
+// wait for it (MCP_CONNECT_TIMEOUT_MS), so the first model call offers
+// its tool and the turn runs as the profile declared. Seen in CI under
+// load: a claude-code manager's coordination server connected late and
+// the manager ran its turn with no coordination tools at all.
+func TestClaudeMCPServerSlowToStart(t *testing.T) {
+	clitest.Claude(t) // skip before building when claude is not installed
+	probe := buildMCPProbe(t)
+	logPath := filepath.Join(t.TempDir(), "mcp.log")
+	f := newFakeAnthropic(t, mcpScript("mcp__probe__probe_echo", "", "slow-start"))
+	pr := mcpProbeProfile(probe, logPath)
+	slow := "7000"
+	s := pr.MCP["probe"]
+	s.Env["MCPPROBE_START_DELAY_MS"] = profile.ConfigValue{Kind: profile.ConfigPublic, Value: &slow}
+	pr.MCP["probe"] = s
+	pr.Model = &profile.ModelHints{Default: profile.Ptr("claude-e2e-1")}
+	pr.Tools = map[string]bool{"mcp__probe__probe_echo": true} // dontAsk: allowed by name
+	env := newTestEnv(t, newClaudeProvider(t, f), pr)
+	evs := collectOwned(t, context.Background(), env, &contract.TurnInput{Prompt: profile.Ptr("use the probe")})
+	msgs := f.messages()
+	if len(msgs) == 0 {
+		t.Fatal("no model call")
+	}
+	if tools := msgs[0].wire(t).Tools; !slices.Contains(tools, "mcp__probe__probe_echo") {
+		t.Fatalf("the first model call offered %v: the slow server's probe_echo is missing (claude went on without it)", tools)
+	}
+	checkMCPProbeRan(t, env, logPath)
+	checkMCPTurn(t, f, env, evs, "mcp__probe__probe_echo", "slow-start")
+}

@@ -8,7 +8,8 @@
 // without the value itself appearing in the tool output. With
 // MCPPROBE_LOG set, the server appends "cwd <its working directory>" and
 // "args <its arguments, space-separated>" when it starts and then every method received to that file, one a
-// line.
+// line. With MCPPROBE_START_DELAY_MS set, it waits that long before
+// reading its first message (a server slow to start).
 package main
 
 import (
@@ -18,7 +19,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
+	"time"
 )
 
 type request struct {
@@ -48,6 +51,9 @@ func main() {
 		logLine("cwd " + wd)
 	}
 	logLine("args " + strings.Join(os.Args[1:], " "))
+	if ms, err := strconv.Atoi(os.Getenv("MCPPROBE_START_DELAY_MS")); err == nil && ms > 0 {
+		time.Sleep(time.Duration(ms) * time.Millisecond)
+	}
 	for in.Scan() {
 		var req request
 		if err := json.Unmarshal(in.Bytes(), &req); err != nil {
