@@ -32,15 +32,15 @@ func (claudeDriver) ownedEnv() []string {
 		"MCP_CONNECTION_NONBLOCKING", "MCP_CONNECT_TIMEOUT_MS"}
 }
 
-// ClaudeMCPConnectTimeout is how long claude-code waits for the
-// profile's MCP servers to connect before its first model call. Past
-// its own bound (5 s in print mode, claude-code 2.1.197) claude goes on
-// without a server not yet connected and never offers its tools in
-// that turn: a profile whose MCP server starts slowly (a busy machine,
-// a server that compiles or downloads first) would run without what it
-// declared. claude starts the turn as soon as every server connected,
+// MCPStartTimeout is how long a harness waits for the profile's MCP
+// servers to start before its first model call. Past their own bounds
+// (claude-code 5 s in print mode, codex 10 s) the harnesses go on
+// without a server not yet up and never offer its tools in that turn:
+// a profile whose MCP server starts slowly (a busy machine, a server
+// that compiles or downloads first) would run without what it
+// declared. A harness starts the turn as soon as every server is up,
 // so a longer bound costs nothing when they are quick.
-const ClaudeMCPConnectTimeout = 60 * time.Second
+const MCPStartTimeout = 60 * time.Second
 
 // profileCaps: system prompt replace and append (--system-prompt,
 // --append-system-prompt), tools and permissions (--allowedTools,
@@ -245,10 +245,10 @@ func (d claudeDriver) materialize(t *turnSpec) (*plan, error) {
 		args = append(args, "--mcp-config="+path)
 		shown = append(shown, "--mcp-config="+rel)
 		ap.MCPServers, ap.DisabledMCPServers = mounted, disabled
-		// Wait for them (blocking, ClaudeMCPConnectTimeout) whatever
+		// Wait for them (blocking, MCPStartTimeout) whatever
 		// the environment says.
 		pl.env["MCP_CONNECTION_NONBLOCKING"] = "false"
-		pl.env["MCP_CONNECT_TIMEOUT_MS"] = strconv.FormatInt(ClaudeMCPConnectTimeout.Milliseconds(), 10)
+		pl.env["MCP_CONNECT_TIMEOUT_MS"] = strconv.FormatInt(MCPStartTimeout.Milliseconds(), 10)
 	}
 	pl.args = args
 	pl.receipt.Args = shown

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/harness"
@@ -233,6 +234,12 @@ func writeCodexMCP(cfg *strings.Builder, s mcpMount, off []string) {
 			fmt.Fprintf(cfg, "env = %s\n", tomlInlineTable(s.env))
 		}
 	}
+	// codex starts its turn while a server is still starting and never
+	// offers its tools in it: a required server it waits for (up to
+	// MCPStartTimeout, not its own 10 s), and one that fails to start
+	// fails the turn rather than running it without what the profile
+	// declared.
+	fmt.Fprintf(cfg, "startup_timeout_sec = %d\nrequired = true\n", int(MCPStartTimeout/time.Second))
 	fmt.Fprintf(cfg, "default_tools_approval_mode = %s\n", tomlString(codexMCPApproval))
 	if len(off) > 0 {
 		fmt.Fprintf(cfg, "disabled_tools = %s\n", tomlArray(off))

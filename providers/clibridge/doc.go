@@ -71,10 +71,11 @@
 // (observed: "touch pwned" denied, "echo hi" run). MCP servers are written to a per-turn JSON file (public
 // values only) and mounted alone (--strict-mcp-config), with
 // MCP_CONNECTION_NONBLOCKING=false and MCP_CONNECT_TIMEOUT_MS set to
-// ClaudeMCPConnectTimeout: claude-code's own bound is 5 s, past which it
-// starts the turn without a server still connecting and never offers
-// its tools in it, so a slow-starting server would silently be absent
-// (TestClaudeMCPServerSlowToStart).
+// MCPStartTimeout: claude-code's own bound is 5 s, past which it starts
+// the turn without a server still connecting and never offers its tools
+// in it, so a slow-starting server would silently be absent
+// (TestMCPServerSlowToStart; codex's servers get startup_timeout_sec
+// likewise).
 //
 // Observed of the real binary (see testdata/claude-code/README): it
 // calls HEAD on the base URL, then POST /v1/messages?beta=true (always

@@ -316,34 +316,67 @@ func codexNamespacedTools(t *testing.T, r fakeRequest) []string {
 	return offered
 }
 
-// A profile's MCP server that takes longer to start than claude-code's
-// own connect bound (5 s in print mode, after which claude goes on
-// without the server's tools) is still mounted: the bridge has claude
-// wait for it (MCP_CONNECT_TIMEOUT_MS), so the first model call offers
-// its tool and the turn runs as the profile declared. Seen in CI under
-// load: a claude-code manager's coordination server connected late and
-// the manager ran its turn with no coordination tools at all.
-func TestClaudeMCPServerSlowToStart(t *testing.T) {
-	clitest.Claude(t) // skip before building when claude is not installed
-	probe := buildMCPProbe(t)
-	logPath := filepath.Join(t.TempDir(), "mcp.log")
-	f := newFakeAnthropic(t, mcpScript("mcp__probe__probe_echo", "", "slow-start"))
-	pr := mcpProbeProfile(probe, logPath)
-	slow := "7000"
-	s := pr.MCP["probe"]
-	s.Env["MCPPROBE_START_DELAY_MS"] = profile.ConfigValue{Kind: profile.ConfigPublic, Value: &slow}
-	pr.MCP["probe"] = s
-	pr.Model = &profile.ModelHints{Default: profile.Ptr("claude-e2e-1")}
-	pr.Tools = map[string]bool{"mcp__probe__probe_echo": true} // dontAsk: allowed by name
-	env := newTestEnv(t, newClaudeProvider(t, f), pr)
-	evs := collectOwned(t, context.Background(), env, &contract.TurnInput{Prompt: profile.Ptr("use the probe")})
-	msgs := f.messages()
-	if len(msgs) == 0 {
-		t.Fatal("no model call")
+// A profile's MCP server that takes longer to start than the harness's
+// own bound on it (claude-code 5 s in print mode, codex 10 s, opencode
+// 5 s; past it each goes on without the server's tools) is still
+// mounted: the bridge gives each a longer one (MCPStartTimeout), so the
+// first model call offers the server's tool and the turn runs as the
+// profile declared. Seen in CI under load: a claude-code manager's
+// coordination server connected late and the manager ran its turn with
+// no coordination tools at all.
+func TestMCPServerSlowToStart(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		delay   string // past the harness's own bound
+		tool    string // the probe's tool as the model is offered it
+		ns      string
+		offered func(*testing.T, fakeRequest) []string
+		api     fakeAPI
+		prov    func(testing.TB, *fakeServer) *Provider
+		skip    func(testing.TB) string
+		model   string
+	}{
+		{name: "claude-code", delay: "7000", tool: "mcp__probe__probe_echo", offered: func(t *testing.T, r fakeRequest) []string { return r.wire(t).Tools },
+			api: anthropicAPI{}, prov: newClaudeProvider, skip: clitest.Claude, model: "claude-e2e-1"},
+		{name: "codex", delay: "12000", tool: "probe_echo", ns: "mcp__probe", offered: func(t *testing.T, r fakeRequest) []string {
+			var names []string
+			for _, n := range codexNamespacedTools(t, r) {
+				names = append(names, strings.TrimPrefix(n, "namespace:mcp__probe/"))
+			}
+			return names
+		}, api: openAIAPI{}, prov: newCodexProvider, skip: clitest.Codex, model: "gpt-e2e-1"},
+		{name: "opencode", delay: "7000", tool: "probe_probe_echo", offered: chatTools, api: chatCompletionsAPI{}, prov: newOpencodeProvider, skip: clitest.OpenCode},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.skip(t) // skip before building when the harness is not installed
+			probe := buildMCPProbe(t)
+			logPath := filepath.Join(t.TempDir(), "mcp.log")
+			f := newFakeServer(t, tc.api, mcpScript(tc.tool, tc.ns, "slow-start"))
+			pr := mcpProbeProfile(probe, logPath)
+			s := pr.MCP["probe"]
+			s.Env["MCPPROBE_START_DELAY_MS"] = profile.ConfigValue{Kind: profile.ConfigPublic, Value: &tc.delay}
+			pr.MCP["probe"] = s
+			if tc.model != "" {
+				pr.Model = &profile.ModelHints{Default: profile.Ptr(tc.model)}
+			}
+			if tc.name == "claude-code" {
+				pr.Tools = map[string]bool{"mcp__probe__probe_echo": true} // dontAsk: allowed by name
+			}
+			env := newTestEnv(t, tc.prov(t, f), pr)
+			evs := collectOwned(t, context.Background(), env, &contract.TurnInput{Prompt: profile.Ptr("use the probe")})
+			msgs := f.messages()
+			if len(msgs) == 0 {
+				t.Fatal("no model call")
+			}
+			if tools := tc.offered(t, msgs[0]); !slices.Contains(tools, tc.tool) {
+				t.Fatalf("the first model call offered %v: the slow server's %s is missing (the harness went on without it)", tools, tc.tool)
+			}
+			want := tc.tool
+			if tc.ns != "" {
+				want = tc.ns + "__" + tc.tool
+			}
+			checkMCPProbeRan(t, env, logPath)
+			checkMCPTurn(t, f, env, evs, want, "slow-start")
+		})
 	}
-	if tools := msgs[0].wire(t).Tools; !slices.Contains(tools, "mcp__probe__probe_echo") {
-		t.Fatalf("the first model call offered %v: the slow server's probe_echo is missing (claude went on without it)", tools)
-	}
-	checkMCPProbeRan(t, env, logPath)
-	checkMCPTurn(t, f, env, evs, "mcp__probe__probe_echo", "slow-start")
 }

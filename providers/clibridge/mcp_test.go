@@ -87,16 +87,22 @@ func TestCodexMaterializeMCP(t *testing.T) {
 command = "/opt/mcp files"
 args = ["--root", "C:\\x \"y\""]
 env = { "A.VAR" = "o\"ne\n", "B_VAR" = "two" }
+startup_timeout_sec = 60
+required = true
 default_tools_approval_mode = "approve"
 disabled_tools = ["delete", "write"]
 
 [mcp_servers.probe_2]
 command = "probe"
+startup_timeout_sec = 60
+required = true
 default_tools_approval_mode = "approve"
 
 [mcp_servers.web]
 url = "http://127.0.0.1:9/mcp"
 http_headers = { "X-Probe" = "v" }
+startup_timeout_sec = 60
+required = true
 default_tools_approval_mode = "approve"
 `
 	if diff := cmp.Diff(want, tables); diff != "" {
