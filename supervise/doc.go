@@ -176,7 +176,9 @@
 // choose at most MaxObservePage bytes, cut on character boundaries,
 // with outputBytes and nextOffset; steer_agent's reply carries the same
 // progress. RunDirTail follows a run dir's journal from another process
-// reading only what was appended since its last look.
+// reading only what was appended since its last look; StreamTail
+// (TailWorkerLog, TailRootStream) follows a worker log or the root
+// stream the same way.
 //
 // What a resume keeps (P7 and §6 "restart never mints capacity", §3.6
 // "Persistence & resume"). The run-started record journals the run's
