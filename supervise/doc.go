@@ -312,7 +312,10 @@
 // CancelWorker appends to cancellations/requests.ndjson, CancelRun
 // writes cancellations/run.request.json. Each is keyed by its operation
 // id (a same-body retry returns the first request; a changed body is a
-// *ConflictError). Supervise scans for them every ControlScanInterval,
+// *ConflictError). Supervise scans for them every ControlScanInterval
+// (reading only what the cancellation log gained, and listing
+// steers/requests again only when the directory changed, or at least
+// every 10 s, so a scan does not cost every request the run was sent),
 // applies each once, journals request and acknowledgement, and expires
 // what is still open at run end (not_live when never applied, unknown
 // when an abort's end was not observed). A worker cancellation naming a
