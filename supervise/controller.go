@@ -69,6 +69,14 @@ type control struct {
 	// steersAcked holds the steer request files known to have an
 	// acknowledgement (passMu), so a scan stats only the new ones.
 	steersAcked map[string]bool
+	// steersDir is steers/requests as stat saw it just before its last
+	// listing, when that listing left every request acknowledged and
+	// the directory had not been changed for steerDirSlack (passMu); nil
+	// otherwise. While the directory is still that one, unmodified, a
+	// scan does not list it again (see steersUnchanged).
+	steersDir os.FileInfo
+	// steersListed is when steersDir was taken.
+	steersListed time.Time
 	// pending holds, in the order written, the worker cancellations
 	// whose worker no node answers to yet (passMu): each scan resolves
 	// them again, so a label the manager spawns later is cancelled then;
@@ -171,10 +179,39 @@ func (c *Coordinator) resolveWorker(w string) (NodeInfo, bool) {
 
 func live(n NodeInfo) bool { return n.State.Live() && !n.InDoubt && !n.NeverSettled }
 
+// steerDirSlack is how long steers/requests must have gone unchanged
+// before a listing of it is trusted to hold while its modification time
+// stays the same: longer than the coarsest timestamp a filesystem keeps
+// (FAT's 2 s), so a request written after the listing cannot share the
+// directory's time with the last change the listing saw.
+const steerDirSlack = 3 * time.Second
+
+// steerRelist is the longest a scan trusts an unchanged steers/requests
+// without listing it: a filesystem that does not keep a directory's
+// modification time delays a request by at most this.
+const steerRelist = 10 * time.Second
+
+// steersUnchanged reports whether steers/requests (st, as stat sees it
+// now) is the directory last listed, unmodified since, every request
+// it held acknowledged: a scan then has nothing to do, and does not pay
+// for listing every request the run was ever sent.
+func (ctl *control) steersUnchanged(st os.FileInfo, now time.Time) bool {
+	return ctl.steersDir != nil && os.SameFile(ctl.steersDir, st) && st.ModTime().Equal(ctl.steersDir.ModTime()) &&
+		now.Sub(ctl.steersListed) < steerRelist
+}
+
 // checkSteers delivers each steer request no acknowledgement claims yet.
 // The claim (effect unknown) is written before delivery is attempted, so
 // a process that dies mid-delivery leaves unknown, never retried.
 func (c *Coordinator) checkSteers(ctx context.Context) {
+	// The directory is looked at before it is listed: a request written
+	// during the listing changes what the next look sees.
+	now := time.Now()
+	st, statErr := os.Stat(filepath.Join(c.ctl.dir, SteerRequestsDir))
+	if statErr == nil && c.ctl.steersUnchanged(st, now) {
+		return
+	}
+	c.ctl.steersDir = nil
 	names, err := listSteerRequests(c.ctl.dir)
 	if err != nil {
 		c.logger.Warn("supervise: listing steer requests", "err", err)
@@ -183,6 +220,17 @@ func (c *Coordinator) checkSteers(ctx context.Context) {
 	if c.ctl.steersAcked == nil {
 		c.ctl.steersAcked = map[string]bool{}
 	}
+	defer func() {
+		if statErr != nil || now.Sub(st.ModTime()) <= steerDirSlack || ctx.Err() != nil {
+			return
+		}
+		for _, name := range names {
+			if !c.ctl.steersAcked[name] {
+				return // left for the next scan to try again
+			}
+		}
+		c.ctl.steersDir, c.ctl.steersListed = st, now
+	}()
 	for _, name := range names {
 		if ctx.Err() != nil {
 			return

@@ -176,7 +176,9 @@
 // choose at most MaxObservePage bytes, cut on character boundaries,
 // with outputBytes and nextOffset; steer_agent's reply carries the same
 // progress. RunDirTail follows a run dir's journal from another process
-// reading only what was appended since its last look.
+// reading only what was appended since its last look; StreamTail
+// (TailWorkerLog, TailRootStream) follows a worker log or the root
+// stream the same way.
 //
 // What a resume keeps (P7 and §6 "restart never mints capacity", §3.6
 // "Persistence & resume"). The run-started record journals the run's
@@ -310,7 +312,10 @@
 // CancelWorker appends to cancellations/requests.ndjson, CancelRun
 // writes cancellations/run.request.json. Each is keyed by its operation
 // id (a same-body retry returns the first request; a changed body is a
-// *ConflictError). Supervise scans for them every ControlScanInterval,
+// *ConflictError). Supervise scans for them every ControlScanInterval
+// (reading only what the cancellation log gained, and listing
+// steers/requests again only when the directory changed, or at least
+// every 10 s, so a scan does not cost every request the run was sent),
 // applies each once, journals request and acknowledgement, and expires
 // what is still open at run end (not_live when never applied, unknown
 // when an abort's end was not observed). A worker cancellation naming a

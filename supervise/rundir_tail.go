@@ -31,9 +31,71 @@ const tailWindow = journal.DefaultMaxRecordBytes + 1<<20
 // bytes read changed). It is not safe
 // for concurrent use.
 type RunDirTail struct {
+	t lineTail[Record]
+}
+
+// TailRunDir returns a RunDirTail of run directory dir's spawn journal,
+// positioned at its start.
+func TailRunDir(dir string) *RunDirTail {
+	return &RunDirTail{t: lineTail[Record]{path: filepath.Join(dir, SpawnJournalFile), what: "the spawn journal"}}
+}
+
+// Skipped is how many corrupt lines (or lines that are no Record) the
+// tail has passed over since the journal it reads was started.
+func (t *RunDirTail) Skipped() int { return t.t.skipped }
+
+// Next returns the records whose lines were completed since the last
+// call, in order. restarted says the journal was replaced by another
+// file or cut shorter than what was read: the records returned are then
+// the new journal's from its start. A missing journal is an error
+// matching fs.ErrNotExist; ctx bounds the read.
+func (t *RunDirTail) Next(ctx context.Context) (recs []Record, restarted bool, err error) {
+	return t.t.next(ctx)
+}
+
+// StreamTail follows one stream log of a run directory (a worker log,
+// the root stream) as RunDirTail follows its journal: each call of Next
+// reads only the lines completed since the last one, tolerantly as
+// ReadWorkerLog reads the whole log (a corrupt line, or one that is no
+// StreamRecord, counted in Skipped and passed over; a torn tail left
+// until its line is complete; a line longer than any record skipped
+// without being held), and a log replaced or cut is read again from its
+// start, said by restarted. A watcher that looks again and again (agentrt
+// top) so pays for what the run wrote, not for the log's length on every
+// look. It is not safe for concurrent use.
+type StreamTail struct {
+	t lineTail[StreamRecord]
+}
+
+// TailWorkerLog returns a StreamTail of the log of the workers labelled
+// label in run directory dir, positioned at its start.
+func TailWorkerLog(dir, label string) *StreamTail {
+	return &StreamTail{t: lineTail[StreamRecord]{path: WorkerLogPath(dir, label), what: "a worker log"}}
+}
+
+// TailRootStream returns a StreamTail of run directory dir's root
+// stream, positioned at its start.
+func TailRootStream(dir string) *StreamTail {
+	return &StreamTail{t: lineTail[StreamRecord]{path: filepath.Join(dir, RootStreamFile), what: "the root stream"}}
+}
+
+// Skipped is how many corrupt lines (or lines that are no StreamRecord)
+// the tail has passed over since the log it reads was started.
+func (t *StreamTail) Skipped() int { return t.t.skipped }
+
+// Next returns the records whose lines were completed since the last
+// call, in order, as RunDirTail.Next does. A missing log is an error
+// matching fs.ErrNotExist; ctx bounds the read.
+func (t *StreamTail) Next(ctx context.Context) (recs []StreamRecord, restarted bool, err error) {
+	return t.t.next(ctx)
+}
+
+// lineTail follows one append-only file of JSON lines, each a T.
+type lineTail[T any] struct {
 	path string
+	what string      // the file, in errors
 	off  int64       // just past the last line end read
-	file os.FileInfo // the journal read so far, nil before the first Next
+	file os.FileInfo // the file read so far, nil before the first next
 	// badLast: the last complete line read is no record. Whether it is
 	// corrupt or a torn tail depends on whether a line follows it.
 	badLast bool
@@ -43,38 +105,33 @@ type RunDirTail struct {
 	skipped    int
 	buf        []byte
 	// mark is the last bytes read (up to tailMark, ending at off): a
-	// journal rewritten in place no longer holds them there.
+	// file rewritten in place no longer holds them there.
 	mark []byte
 }
 
-// tailMark is how many of the last bytes read RunDirTail checks again
+// tailMark is how many of the last bytes read a tail checks again
 // before it reads on.
 const tailMark = 64
 
-// TailRunDir returns a RunDirTail of run directory dir's spawn journal,
-// positioned at its start.
-func TailRunDir(dir string) *RunDirTail {
-	return &RunDirTail{path: filepath.Join(dir, SpawnJournalFile)}
-}
+// keptTailBuffer is the largest read buffer a tail keeps between calls:
+// the window a catch-up read needed is let go, so that many tails
+// (a watcher's worker logs) hold little while they wait.
+const keptTailBuffer = 64 << 10
 
-// Skipped is how many corrupt lines (or lines that are no Record) the
-// tail has passed over since the journal it reads was started.
-func (t *RunDirTail) Skipped() int { return t.skipped }
-
-// Next returns the records whose lines were completed since the last
-// call, in order. restarted says the journal was replaced by another
-// file or cut shorter than what was read: the records returned are then
-// the new journal's from its start. A missing journal is an error
-// matching fs.ErrNotExist; ctx bounds the read.
-func (t *RunDirTail) Next(ctx context.Context) (recs []Record, restarted bool, err error) {
+func (t *lineTail[T]) next(ctx context.Context) (recs []T, restarted bool, err error) {
 	f, _, err := regularfile.Open(t.path)
 	if err != nil {
 		return nil, false, err
 	}
 	defer f.Close()
+	defer func() {
+		if cap(t.buf) > keptTailBuffer {
+			t.buf = nil
+		}
+	}()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, false, fmt.Errorf("supervise: following the spawn journal: %w", err)
+		return nil, false, fmt.Errorf("supervise: following %s: %w", t.what, err)
 	}
 	if t.file != nil && (!os.SameFile(t.file, st) || st.Size() < t.off || !t.markHolds(f)) {
 		t.off, t.badLast, t.discarding, t.skipped, t.mark, restarted = 0, false, false, 0, t.mark[:0], true
@@ -91,7 +148,7 @@ func (t *RunDirTail) Next(ctx context.Context) (recs []Record, restarted bool, e
 		}
 		window := t.buf[:n]
 		if _, err := io.ReadFull(io.NewSectionReader(f, t.off, n), window); err != nil {
-			return recs, restarted, fmt.Errorf("supervise: following the spawn journal: %w", err)
+			return recs, restarted, fmt.Errorf("supervise: following %s: %w", t.what, err)
 		}
 		end := bytes.LastIndexByte(window, '\n') + 1
 		if end == 0 {
@@ -112,7 +169,7 @@ func (t *RunDirTail) Next(ctx context.Context) (recs []Record, restarted bool, e
 
 // markHolds reports whether f still holds the last bytes read where
 // they were read.
-func (t *RunDirTail) markHolds(f *os.File) bool {
+func (t *lineTail[T]) markHolds(f *os.File) bool {
 	if len(t.mark) == 0 {
 		return true
 	}
@@ -124,7 +181,7 @@ func (t *RunDirTail) markHolds(f *os.File) bool {
 }
 
 // lines decodes the complete lines of data onto recs.
-func (t *RunDirTail) lines(data []byte, recs []Record) []Record {
+func (t *lineTail[T]) lines(data []byte, recs []T) []T {
 	for len(data) > 0 {
 		i := bytes.IndexByte(data, '\n')
 		line := data[:i]
@@ -137,7 +194,7 @@ func (t *RunDirTail) lines(data []byte, recs []Record) []Record {
 			t.discarding, t.badLast = false, true // the end of a line too long
 			continue
 		}
-		r, ok := decodeLine(line)
+		r, ok := decodeLine[T](line)
 		if !ok {
 			t.badLast = true
 			continue
@@ -147,10 +204,11 @@ func (t *RunDirTail) lines(data []byte, recs []Record) []Record {
 	return recs
 }
 
-// decodeLine reads one journal line as a Record: a strictly decoded JSON
-// value with a canonical form, within the journal's record limit.
-func decodeLine(line []byte) (Record, bool) {
-	var r Record
+// decodeLine reads one line as a T: a strictly decoded JSON value with a
+// canonical form, within the journal's record limit (what the journal's
+// tolerant reader, and so readTolerant, takes as a record).
+func decodeLine[T any](line []byte) (T, bool) {
+	var r T
 	if len(line) > journal.DefaultMaxRecordBytes {
 		return r, false
 	}

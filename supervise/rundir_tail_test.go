@@ -237,3 +237,46 @@ func BenchmarkFollowRunDir(b *testing.B) {
 		}
 	})
 }
+
+// FuzzStreamTail feeds a worker log to a StreamTail in steps of 1–32
+// bytes and checks that it yields, in all, what ReadWorkerLog reads of
+// the whole log: no line lost, repeated or poisoned by a line before
+// it (invalid UTF-8, NUL, duplicate members, 1e400, a JSON value of the
+// wrong kind). Seeded with lines a run writes.
+func FuzzStreamTail(f *testing.F) {
+	spawned := `{"atMs":1772366400000,"kind":"spawned","label":"w0","node":"sup-1:s0","profile":"coder"}` + "\n"
+	turn := `{"atMs":1772366401000,"inputTokens":12,"kind":"turn-ended","node":"sup-1:s0","outputTokens":30,"terminal":"completed"}` + "\n"
+	settled := `{"atMs":1772366402000,"kind":"settled","node":"sup-1:s0","reason":"done","state":"done"}` + "\n"
+	f.Add([]byte(spawned+turn+settled), uint8(7))
+	f.Add([]byte(spawned+"{bad\n"+turn+`{"kind":"x"`), uint8(3))
+	f.Add([]byte("\n\n"+turn+"[1,2]\n"+`{"atMs":1e400,"kind":"turn-ended"}`+"\n"+settled), uint8(1))
+	f.Add([]byte(`{"kind":"event","text":"a\u0000"}`+"\n"+`{"kind":"a","kind":"b"}`+"\n\xff\xfe\n"+settled), uint8(11))
+	f.Fuzz(func(t *testing.T, data []byte, step uint8) {
+		dir := t.TempDir()
+		path := supervise.WorkerLogPath(dir, "w0")
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		tail := supervise.TailWorkerLog(dir, "w0")
+		n := int(step%32) + 1
+		var all []supervise.StreamRecord
+		for i := 0; i < len(data); i += n {
+			appendFile(t, path, string(data[i:min(i+n, len(data))]))
+			recs, restarted, err := tail.Next(context.Background())
+			if err != nil || restarted {
+				t.Fatalf("at %d: %v, restarted %v", i, err, restarted)
+			}
+			all = append(all, recs...)
+		}
+		whole, _, err := supervise.ReadWorkerLog(context.Background(), dir, "w0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(whole, all, cmpopts.EquateEmpty()); diff != "" {
+			t.Fatalf("tail (-whole +tail):\n%s", diff)
+		}
+	})
+}

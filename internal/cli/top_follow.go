@@ -57,6 +57,8 @@ type superviseFollow struct {
 	dir  string
 	tail *supervise.RunDirTail
 	fold superviseFold
+	// logs follows the worker logs of the workers folded so far.
+	logs workerLogs
 	seen bool
 }
 
@@ -64,12 +66,12 @@ func newSuperviseFollow(dir string) *superviseFollow {
 	return &superviseFollow{dir: dir, tail: supervise.TailRunDir(dir), fold: newSuperviseFold()}
 }
 
-// look reads what the journal gained and returns the run as it now
-// stands, its state file and worker logs read anew.
+// look reads what the journal and the worker logs gained and returns
+// the run as it now stands, its state file read anew.
 func (fl *superviseFollow) look(ctx context.Context) (topRun, error) {
 	recs, restarted, err := fl.tail.Next(ctx)
 	if restarted {
-		fl.fold = newSuperviseFold()
+		fl.fold, fl.logs = newSuperviseFold(), workerLogs{}
 	}
 	for _, r := range recs {
 		fl.fold.apply(r)
@@ -77,7 +79,7 @@ func (fl *superviseFollow) look(ctx context.Context) (topRun, error) {
 	if err != nil {
 		return topRun{}, err
 	}
-	return fl.fold.run(ctx, fl.dir, fl.tail.Skipped()), nil
+	return fl.fold.run(ctx, fl.dir, fl.tail.Skipped(), &fl.logs), nil
 }
 
 // superviseFold is a supervise run folded from its journal's records in
@@ -199,10 +201,10 @@ func (f *superviseFold) applyOne(r supervise.Record) {
 	}
 }
 
-// run returns the run as folded so far, with its state file and worker
-// logs read now; skipped is how many journal lines were unreadable. The
-// fold itself is not changed.
-func (f *superviseFold) run(ctx context.Context, dir string, skipped int) topRun {
+// run returns the run as folded so far, with its state file read now
+// and what logs gained read on; skipped is how many journal lines were
+// unreadable. The fold itself is not changed.
+func (f *superviseFold) run(ctx context.Context, dir string, skipped int, logs *workerLogs) topRun {
 	tr := topRun{ID: f.id, Kind: "supervise", Status: f.status, Live: f.live, Task: f.task,
 		Budget: "unknown", dir: dir, started: f.started}
 	tr.Detail = append([]string{"run dir   " + dir}, f.detail...)
@@ -226,7 +228,7 @@ func (f *superviseFold) run(ctx context.Context, dir string, skipped int) topRun
 			workers[i].State = "down"
 		}
 	}
-	n, logNotes := readWorkerLogs(ctx, dir, workers)
+	n, logNotes := logs.read(ctx, dir, workers)
 	if n > 0 {
 		tr.Notes = append(tr.Notes, fmt.Sprintf("%d worker log line(s) unreadable, skipped", n))
 	}

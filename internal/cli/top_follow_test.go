@@ -5,9 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentrt/agentrt/supervise"
 )
 
 // followLines are a supervise run's journal lines: a run-started record
@@ -131,4 +135,168 @@ func BenchmarkTopLook(b *testing.B) {
 			}
 		}
 	})
+}
+
+// workerLogLine is a turn-ended line of worker sup-1:s0's log.
+func workerLogLine(i int) string {
+	return fmt.Sprintf(`{"atMs":%d,"inputTokens":3,"kind":"turn-ended","node":"sup-1:s0","outputTokens":4,"terminal":"completed"}`, 1772366400000+i) + "\n"
+}
+
+func appendWorkerLog(t testing.TB, dir, s string) {
+	t.Helper()
+	path := supervise.WorkerLogPath(dir, "w0")
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// followedWorkerLogDir is a run dir of one worker, w0, whose log holds n
+// turn-ended lines.
+func followedWorkerLogDir(t testing.TB, n int) string {
+	t.Helper()
+	dir := t.TempDir()
+	appendJournal(t, dir, `{"kind":"run-started","runId":"sup-1","task":"the run"}`+"\n"+
+		`{"kind":"spawned","label":"w0","node":"sup-1:s0","task":"work"}`+"\n")
+	var b strings.Builder
+	for i := range n {
+		b.WriteString(workerLogLine(i))
+	}
+	appendWorkerLog(t, dir, b.String())
+	return dir
+}
+
+// A followed run's look reads what its worker logs gained since the last
+// look, not each log again from its start: with 10^5 lines in a worker's
+// log and one appended, a look allocates under 1 MiB (a whole read
+// decodes every line, some 60 MB), and the worker's totals still count
+// every line.
+func TestTopFollowReadsOnlyWhatWorkerLogsGained(t *testing.T) {
+	ctx := context.Background()
+	const n = 100_000
+	dir := followedWorkerLogDir(t, n)
+	src := &topSource{dirs: []string{dir}}
+	if snap := src.load(ctx); len(snap.Errors) != 0 || len(snap.Runs) != 1 {
+		t.Fatalf("first look: %d runs, errors %v", len(snap.Runs), snap.Errors)
+	}
+	appendWorkerLog(t, dir, workerLogLine(n))
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	snap := src.load(ctx)
+	runtime.ReadMemStats(&after)
+	if len(snap.Errors) != 0 || len(snap.Runs) != 1 || len(snap.Runs[0].Workers) != 1 {
+		t.Fatalf("second look: %d runs, errors %v", len(snap.Runs), snap.Errors)
+	}
+	w := snap.Runs[0].Workers[0]
+	if !w.tokIn.known || w.tokIn.n != 3*(n+1) || w.tokOut.n != 4*(n+1) {
+		t.Fatalf("worker tokens in %+v out %+v, want %d and %d", w.tokIn, w.tokOut, 3*(n+1), 4*(n+1))
+	}
+	if len(w.Log) != topLogTail {
+		t.Fatalf("worker log tail holds %d lines, want %d", len(w.Log), topLogTail)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 1<<20 {
+		t.Fatalf("a look after one appended worker log line allocated %d bytes, want under %d", got, 1<<20)
+	}
+}
+
+// A run dir whose worker logs grow between looks shows, at every look,
+// what a fresh read of the journal and every log shows: lines appended,
+// a torn line completed later, a corrupt line, a log replaced by a
+// shorter one and a log removed.
+func TestTopFollowWorkerLogsMatchAFreshRead(t *testing.T) {
+	ctx := context.Background()
+	dir := followedWorkerLogDir(t, 10)
+	appendJournal(t, dir, `{"kind":"spawned","label":"w1","node":"sup-1:s1","task":"more work"}`+"\n")
+	src := &topSource{dirs: []string{dir}}
+	check := func(step string) {
+		t.Helper()
+		got := src.load(ctx)
+		want, err := readSuperviseRun(ctx, dir)
+		if err != nil {
+			t.Fatalf("%s: a fresh read: %v", step, err)
+		}
+		if len(got.Errors) != 0 || len(got.Runs) != 1 {
+			t.Fatalf("%s: the follow read %d runs, errors %v", step, len(got.Runs), got.Errors)
+		}
+		if diff := cmp.Diff(want, got.Runs[0], cmp.AllowUnexported(topRun{}, topWorker{}, tokenSum{})); diff != "" {
+			t.Fatalf("%s: the follow differs from a fresh read (-fresh +follow):\n%s", step, diff)
+		}
+	}
+	check("a log read whole")
+	w1 := supervise.WorkerLogPath(dir, "w1")
+	appendTo := func(path, s string) {
+		t.Helper()
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteString(s); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendTo(w1, `{"atMs":1772366400000,"kind":"spawned","node":"sup-1:s1"}`+"\n")
+	check("a second log started")
+	for i := 10; i < 500; i++ {
+		appendWorkerLog(t, dir, workerLogLine(i))
+		if i%3 == 0 {
+			appendTo(w1, `{"atMs":1772366400001,"kind":"turn-ended","node":"sup-1:s1"}`+"\n")
+		}
+		if i%61 == 0 {
+			check(fmt.Sprintf("line %d", i))
+		}
+	}
+	torn := workerLogLine(500)
+	appendWorkerLog(t, dir, torn[:30])
+	check("a torn line")
+	appendWorkerLog(t, dir, torn[30:]+"not json\n"+`[1,2]`+"\n"+workerLogLine(501))
+	appendTo(w1, `{"atMs":1772366409000,"kind":"settled","node":"sup-1:s1","state":"done"}`+"\n")
+	check("the torn line completed, corrupt lines, a settlement")
+
+	tmp := filepath.Join(t.TempDir(), "log")
+	if err := os.WriteFile(tmp, []byte(workerLogLine(0)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, supervise.WorkerLogPath(dir, "w0")); err != nil {
+		t.Fatal(err)
+	}
+	check("a log replaced by a shorter one")
+	if err := os.Remove(w1); err != nil {
+		t.Fatal(err)
+	}
+	check("a log removed")
+	appendTo(w1, `{"atMs":1772366400000,"kind":"spawned","node":"sup-1:s1"}`+"\n")
+	check("a removed log written again")
+}
+
+// BenchmarkTopLookWorkerLog measures one look at a followed run whose
+// worker log holds 10^3, 10^4 or 10^5 lines and gained one since the
+// last look: its cost follows what was appended, not the log's length.
+func BenchmarkTopLookWorkerLog(b *testing.B) {
+	ctx := context.Background()
+	for _, n := range []int{1_000, 10_000, 100_000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			dir := followedWorkerLogDir(b, n)
+			src := &topSource{dirs: []string{dir}}
+			src.load(ctx)
+			b.ReportAllocs()
+			for b.Loop() {
+				appendWorkerLog(b, dir, workerLogLine(n))
+				if snap := src.load(ctx); len(snap.Errors) != 0 {
+					b.Fatal(snap.Errors)
+				}
+			}
+		})
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -40,6 +41,13 @@ func (t *tokenSum) merge(o tokenSum) {
 	t.partial = t.partial || o.partial || !o.known
 }
 
+// join adds the reports o counted to t, as if t had counted them too.
+func (t *tokenSum) join(o tokenSum) {
+	t.n += o.n
+	t.known = t.known || o.known
+	t.partial = t.partial || o.partial
+}
+
 // text renders the sum; floor marks it as a lower bound.
 func (t tokenSum) text(floor bool) string {
 	if !t.known {
@@ -48,13 +56,77 @@ func (t tokenSum) text(floor bool) string {
 	return floorMark(floor || t.partial) + strconv.FormatInt(t.n, 10)
 }
 
-// readWorkerLogs reads the worker logs of dir once per label and takes
-// from each worker's lines its latency (spawned to settled), the tokens
-// its turns reported and its log tail. A label without a log (an older
-// writer, or a worker not started yet) leaves its workers' numbers
-// unknown. It returns how many lines it skipped as unreadable and a
-// note for each log it could not read.
-func readWorkerLogs(ctx context.Context, dir string, workers []topWorker) (skipped int, notes []string) {
+// workerLogs follows the worker logs of one run dir across looks, one
+// supervise.StreamTail per label, and keeps what each log's lines say of
+// each worker (workerLogNode), so a look reads only what the logs gained
+// since the last one rather than every log again from its start.
+type workerLogs struct {
+	labels map[string]*workerLogFollow
+}
+
+// workerLogFollow is one label's log followed so far.
+type workerLogFollow struct {
+	tail *supervise.StreamTail
+	// read is how many records the log has given since it was started.
+	read  int
+	nodes map[supervise.NodeID]*workerLogNode
+}
+
+// workerLogNode is what one log's lines say of one worker so far.
+type workerLogNode struct {
+	// started is the time of its last spawned line; hasStarted says
+	// there was one.
+	started    int64
+	hasStarted bool
+	latency    *time.Duration
+	tokIn      tokenSum
+	tokOut     tokenSum
+	// log is its latest lines, at most 2*topLogTail before it is cut
+	// back to topLogTail.
+	log []string
+}
+
+func newWorkerLogFollow(dir, label string) *workerLogFollow {
+	return &workerLogFollow{tail: supervise.TailWorkerLog(dir, label), nodes: map[supervise.NodeID]*workerLogNode{}}
+}
+
+// apply folds one record of the log onto the worker it names.
+func (f *workerLogFollow) apply(r supervise.StreamRecord) {
+	f.read++
+	n := f.nodes[r.Node]
+	if n == nil {
+		n = &workerLogNode{}
+		f.nodes[r.Node] = n
+	}
+	switch r.Kind {
+	case supervise.StreamSpawned:
+		n.started, n.hasStarted = r.AtMS, true
+	case supervise.StreamSettled:
+		if n.hasStarted && n.started > 0 && r.AtMS >= n.started {
+			d := time.Duration(r.AtMS-n.started) * time.Millisecond
+			n.latency = &d
+		}
+	case supervise.StreamTurnEnded:
+		n.tokIn.add(r.InputTokens)
+		n.tokOut.add(r.OutputTokens)
+	}
+	n.log = append(n.log, streamText(r))
+	if len(n.log) >= 2*topLogTail {
+		n.log = append(n.log[:0], n.log[len(n.log)-topLogTail:]...)
+	}
+}
+
+// read takes what the logs of dir's workers gained since the last look
+// and sets each worker's latency (spawned to settled), the tokens its
+// turns reported and its log tail from everything its log holds. A label
+// without a log (an older writer, or a worker not started yet) leaves
+// its workers' numbers unknown; a log replaced or cut is read again from
+// its start. It returns how many lines the logs hold that it skipped as
+// unreadable and a note for each log it could not read.
+func (l *workerLogs) read(ctx context.Context, dir string, workers []topWorker) (skipped int, notes []string) {
+	if l.labels == nil {
+		l.labels = map[string]*workerLogFollow{}
+	}
 	byNode := make(map[supervise.NodeID]*topWorker, len(workers))
 	labels := map[string]bool{}
 	for i := range workers {
@@ -63,46 +135,46 @@ func readWorkerLogs(ctx context.Context, dir string, workers []topWorker) (skipp
 			labels[workers[i].logLabel] = true
 		}
 	}
-	for _, label := range slices.Sorted(func(yield func(string) bool) {
-		for l := range labels {
-			if !yield(l) {
-				return
-			}
+	for _, label := range slices.Sorted(maps.Keys(labels)) {
+		f := l.labels[label]
+		if f == nil {
+			f = newWorkerLogFollow(dir, label)
+			l.labels[label] = f
 		}
-	}) {
-		recs, n, err := supervise.ReadWorkerLog(ctx, dir, label)
-		skipped += n
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			notes = append(notes, fmt.Sprintf("worker log %q unreadable after %d line(s): %v", label, len(recs), err))
+		recs, restarted, err := f.tail.Next(ctx)
+		if restarted {
+			f.read, f.nodes = 0, map[supervise.NodeID]*workerLogNode{}
 		}
-		started := map[supervise.NodeID]int64{}
 		for _, r := range recs {
-			w, ok := byNode[r.Node]
+			f.apply(r)
+		}
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			// No log (now): what an earlier look read of one is gone
+			// with it, and a log written later is read from its start.
+			f = newWorkerLogFollow(dir, label)
+			l.labels[label] = f
+		case err != nil:
+			notes = append(notes, fmt.Sprintf("worker log %q unreadable after %d line(s): %v", label, f.read, err))
+		}
+		skipped += f.tail.Skipped()
+		for node, n := range f.nodes {
+			w, ok := byNode[node]
 			if !ok {
 				continue
 			}
-			switch r.Kind {
-			case supervise.StreamSpawned:
-				started[r.Node] = r.AtMS
-			case supervise.StreamSettled:
-				if at, ok := started[r.Node]; ok && at > 0 && r.AtMS >= at {
-					d := time.Duration(r.AtMS-at) * time.Millisecond
-					w.latency = &d
-					w.Latency = d.String()
-				}
-			case supervise.StreamTurnEnded:
-				w.tokIn.add(r.InputTokens)
-				w.tokOut.add(r.OutputTokens)
+			if n.latency != nil {
+				d := *n.latency
+				w.latency, w.Latency = &d, d.String()
 			}
-			w.Log = append(w.Log, streamText(r))
-			if len(w.Log) > 2*topLogTail {
-				w.Log = slices.Delete(w.Log, 0, len(w.Log)-topLogTail)
-			}
+			w.tokIn.join(n.tokIn)
+			w.tokOut.join(n.tokOut)
+			w.Log = append(w.Log, n.log...)
 		}
 	}
 	for i := range workers {
-		if l := workers[i].Log; len(l) > topLogTail {
-			workers[i].Log = l[len(l)-topLogTail:]
+		if lg := workers[i].Log; len(lg) > topLogTail {
+			workers[i].Log = slices.Clone(lg[len(lg)-topLogTail:])
 		}
 	}
 	return skipped, notes
