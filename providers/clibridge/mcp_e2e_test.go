@@ -380,3 +380,34 @@ func TestMCPServerSlowToStart(t *testing.T) {
 		})
 	}
 }
+
+// A profile's MCP server that cannot start fails codex's turn (the
+// server is required): the turn ends failed, without a model call,
+// rather than running without what the profile declared.
+func TestCodexMCPServerThatCannotStartFailsTheTurn(t *testing.T) {
+	clitest.Codex(t)
+	f := newFakeServer(t, openAIAPI{}, mcpScript("probe_echo", "mcp__dead", "never"))
+	dead := "/bin/false"
+	pr := &profile.Profile{Model: &profile.ModelHints{Default: profile.Ptr("gpt-e2e-1")},
+		MCP: map[string]profile.MCPServer{"dead": {Command: &dead}}}
+	env := newTestEnv(t, newCodexProvider(t, f), pr)
+	var evs []contract.EnvironmentEvent
+	var streamErr error
+	for ev, err := range env.(*Environment).StreamOwned(context.Background(), &contract.TurnInput{Prompt: profile.Ptr("use the probe")}) {
+		if err != nil {
+			streamErr = err
+			break
+		}
+		evs = append(evs, ev)
+	}
+	kind := contract.TerminalKind("")
+	if len(evs) > 0 {
+		kind, _ = contract.EnvironmentEventTerminal(evs[len(evs)-1])
+	}
+	if streamErr != nil || kind != contract.TerminalFailed {
+		t.Fatalf("the turn ended %q (stream error %v, events %v), want failed", kind, streamErr, eventTypes(evs))
+	}
+	if n := len(f.messages()); n != 0 {
+		t.Errorf("%d model calls, want none: the turn must not run without the server", n)
+	}
+}
