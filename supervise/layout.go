@@ -320,6 +320,8 @@ type layout struct {
 	closing bool
 
 	kick chan struct{} // cap 1: work is waiting
+	// stop is closed with kick by close: it ends the writer's linger.
+	stop chan struct{}
 	done chan struct{} // closed when the writer has drained and stopped
 
 	// fence, when set (setFence), is asked before each write: once it
@@ -376,7 +378,7 @@ func openLayout(dir, runID string, prior []Record, readout func() ledger.Readout
 	}
 	y := &layout{dir: dir, now: now, logger: logger, readout: readout, progress: j, progBytes: fi.Size(),
 		state: RunState{SchemaVersion: RunStateSchemaVersion, RunID: runID, Status: RunStatusRunning},
-		nodes: map[NodeID]string{}, kick: make(chan struct{}, 1), done: make(chan struct{})}
+		nodes: map[NodeID]string{}, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	y.room = sync.NewCond(&y.mu)
 	y.state.ProgressTruncated = y.progBytes >= MaxProgressBytes
 	if err := checkRunDirOwner(dir, runID); err != nil {
@@ -528,10 +530,11 @@ func (y *layout) observe(r *Record) {
 // are projections of the journal the records are already in.
 func (y *layout) write() {
 	defer close(y.done)
+	t := newLingerTimer()
 	for {
 		_, open := <-y.kick
 		if open {
-			open = linger(y.kick)
+			open = linger(t, y.stop)
 		}
 		y.mu.Lock()
 		batch, dirty := y.pending, y.dirty
@@ -572,21 +575,28 @@ func (y *layout) write() {
 // is the truth).
 const writerLinger = time.Millisecond
 
-// linger waits writerLinger, consuming the kicks that come meanwhile
-// (their work joins the batch the writer takes next); it returns false
-// at once when kick is closed: the writer is closing and drains now.
-func linger(kick <-chan struct{}) bool {
+// newLingerTimer returns a stopped timer for linger, one per writer
+// goroutine: a batch reuses it rather than allocating its own.
+func newLingerTimer() *time.Timer {
 	t := time.NewTimer(writerLinger)
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-			return true
-		case _, open := <-kick:
-			if !open {
-				return false
-			}
-		}
+	t.Stop()
+	return t
+}
+
+// linger waits writerLinger on t, or returns false at once when stop is
+// closed: the writer is closing and drains now. It leaves the writer's
+// kick channel alone: a record queued meanwhile joins the batch the
+// writer takes next, and its kick (the channel holds one) stays for the
+// writer's next turn, so the records of a busy run do not each wake the
+// writer goroutine while it lingers.
+func linger(t *time.Timer, stop <-chan struct{}) bool {
+	t.Reset(writerLinger)
+	select {
+	case <-t.C:
+		return true
+	case <-stop:
+		t.Stop()
+		return false
 	}
 }
 
@@ -735,6 +745,7 @@ func (y *layout) close() error {
 		y.closing = true
 		y.room.Broadcast()
 		close(y.kick)
+		close(y.stop)
 	}
 	y.mu.Unlock()
 	<-y.done

@@ -323,6 +323,7 @@ type streams struct {
 	closing bool
 
 	kick chan struct{} // cap 1: work is waiting
+	stop chan struct{} // closed with kick by close: it ends the linger
 	done chan struct{}
 
 	// Owned by the writer goroutine.
@@ -345,7 +346,7 @@ func openStreams(dir string, prior []Record, fence func() error, now func() time
 // newStreams is openStreams without starting the writer.
 func newStreams(dir string, prior []Record, fence func() error, now func() time.Time, logger *slog.Logger) (*streams, error) {
 	s := &streams{dir: dir, now: now, logger: logger, fence: fence, stems: map[NodeID]string{},
-		kick: make(chan struct{}, 1), done: make(chan struct{}), files: map[string]*streamFile{}}
+		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), files: map[string]*streamFile{}}
 	if _, err := s.file(""); err != nil {
 		return nil, fmt.Errorf("supervise: opening the root stream: %w", err)
 	}
@@ -474,10 +475,11 @@ func (r StreamRecord) withReason(reason string) StreamRecord {
 // are observations, and the spawn journal holds the run's truth.
 func (s *streams) write() {
 	defer close(s.done)
+	t := newLingerTimer()
 	for {
 		_, open := <-s.kick
 		if open {
-			open = linger(s.kick) // let lines that come meanwhile join the batch
+			open = linger(t, s.stop) // let lines that come meanwhile join the batch
 		}
 		s.mu.Lock()
 		batch, dropped := s.pending, s.dropped
@@ -600,6 +602,7 @@ func (s *streams) close() error {
 	if !s.closing {
 		s.closing = true
 		close(s.kick)
+		close(s.stop)
 	}
 	s.mu.Unlock()
 	<-s.done
