@@ -601,7 +601,11 @@ func linger(t *time.Timer, stop <-chan struct{}) bool {
 }
 
 // appendProgress appends batch as one journal append, up to the file's
-// bound; the writer goroutine calls it.
+// bound; the writer goroutine calls it. A batch that cannot reach the
+// bound (each line is at most MaxProgressRecordBytes) is encoded once,
+// by the append; otherwise, or when a record of it does not encode,
+// each line is encoded first to find where the bound falls and which
+// records to skip.
 func (y *layout) appendProgress(batch []ProgressRecord) {
 	if len(batch) == 0 {
 		return
@@ -612,6 +616,32 @@ func (y *layout) appendProgress(batch []ProgressRecord) {
 	if truncated {
 		return
 	}
+	if y.progBytes+int64(len(batch))*(MaxProgressRecordBytes+1) <= MaxProgressBytes {
+		vals := make([]any, len(batch))
+		for i := range batch {
+			vals[i] = &batch[i]
+		}
+		before := y.progress.Size()
+		_, err := y.progress.AppendOf(context.Background(), vals...)
+		if err == nil {
+			y.progBytes += y.progress.Size() - before
+			return
+		}
+		if _, bad := errors.AsType[*journal.RecordError](err); !bad {
+			y.logger.Error("supervise: appending progress", "err", err)
+			return
+		}
+		// Nothing of the batch was written: the careful way below skips
+		// the record that does not encode, logging it, and writes the rest.
+	}
+	y.appendProgressBounded(batch)
+}
+
+// appendProgressBounded is appendProgress encoding each line before the
+// append: a line past MaxProgressBytes marks the log truncated and is
+// dropped with every later one, a record that does not encode is
+// logged and skipped.
+func (y *layout) appendProgressBounded(batch []ProgressRecord) {
 	vals := make([]any, 0, len(batch))
 	size := y.progBytes
 	var data []byte
