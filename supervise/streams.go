@@ -517,8 +517,7 @@ func (s *streams) writeBatch(batch []streamItem) {
 		}
 	}
 	var order []string
-	lines := map[string][]any{}
-	var data []byte
+	items := map[string][]*streamItem{}
 	s.batches++
 	for i := range batch {
 		it := &batch[i] // its record is appended by reference
@@ -537,7 +536,52 @@ func (s *streams) writeBatch(batch []streamItem) {
 		if f.full {
 			continue
 		}
+		if _, seen := items[it.stem]; !seen {
+			order = append(order, it.stem)
+		}
+		items[it.stem] = append(items[it.stem], it)
+	}
+	for _, stem := range order {
+		s.appendLines(stem, s.files[stem], items[stem])
+	}
+	s.evict()
+}
+
+// appendLines appends the lines of one file as one append. Lines that
+// cannot reach the file's bound (each is at most MaxStreamRecordBytes)
+// are encoded once, by the append; otherwise, or when the append
+// refuses them, appendBounded does what it always did.
+func (s *streams) appendLines(stem string, f *streamFile, items []*streamItem) {
+	if f.size+int64(len(items))*(MaxStreamRecordBytes+1) <= f.limit-truncatedReserve {
+		recs := make([]any, len(items))
+		for i, it := range items {
+			recs[i] = &it.rec
+		}
+		before := f.j.Size()
+		if _, err := f.j.AppendOf(context.Background(), recs...); err == nil {
+			f.size += f.j.Size() - before
+			return
+		}
+		// Nothing was written (a record that does not encode, or one
+		// too large) or the log failed: the careful way logs it as
+		// before.
+	}
+	s.appendBounded(stem, f, items)
+}
+
+// appendBounded encodes each line of one file before its append: a
+// record that does not encode is logged and skipped, and the line that
+// would pass the file's bound is replaced by one truncated record,
+// later lines dropped.
+func (s *streams) appendBounded(stem string, f *streamFile, items []*streamItem) {
+	var lines []any
+	var data []byte
+	for _, it := range items {
+		if f.full {
+			break
+		}
 		var rec any = &it.rec
+		var err error
 		if data, err = canonjson.AppendCanonicalOf(data[:0], rec); err != nil {
 			s.logger.Error("supervise: a stream record", "err", err)
 			continue
@@ -547,18 +591,15 @@ func (s *streams) writeBatch(batch []streamItem) {
 			rec = &StreamRecord{Kind: StreamTruncated, AtMS: it.rec.AtMS, Reason: fmt.Sprintf("the log reached %d bytes", f.limit)}
 			data, _ = canonjson.AppendCanonicalOf(data[:0], rec)
 		}
-		if _, seen := lines[it.stem]; !seen {
-			order = append(order, it.stem)
-		}
-		lines[it.stem] = append(lines[it.stem], rec)
+		lines = append(lines, rec)
 		f.size += int64(len(data)) + 1
 	}
-	for _, stem := range order {
-		if _, err := s.files[stem].j.AppendOf(context.Background(), lines[stem]...); err != nil {
-			s.logger.Error("supervise: appending to a stream log", "stem", stem, "err", err)
-		}
+	if len(lines) == 0 {
+		return
 	}
-	s.evict()
+	if _, err := f.j.AppendOf(context.Background(), lines...); err != nil {
+		s.logger.Error("supervise: appending to a stream log", "stem", stem, "err", err)
+	}
 }
 
 // maxOpenWorkerLogs is how many worker logs stay open with no live
