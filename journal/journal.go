@@ -267,6 +267,15 @@ func (j *Journal) Recovery() Recovery { return j.recovery }
 // Path returns the journal's path.
 func (j *Journal) Path() string { return j.path }
 
+// Size returns how many bytes of the journal's file are committed: what
+// Open kept after its repair, and every batch written since (a batch
+// whose write failed is not counted).
+func (j *Journal) Size() int64 {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.size
+}
+
 // Append writes records as consecutive lines of canonical JSON and returns
 // once they are durable (written and fsynced; only written with NoSync),
 // with the sequence number of the first. The batch is written with one write, so after a

@@ -866,3 +866,41 @@ func TestNoSyncWritesLocksAndRepairs(t *testing.T) {
 		t.Errorf("records (-want +got):\n%s", diff)
 	}
 }
+
+// Size counts the bytes Open kept (a torn tail repaired away is not
+// counted) and each committed batch, newline included; a refused batch
+// adds nothing. It is what a writer bounding its file by size reads
+// instead of encoding its records a second time.
+func TestSizeCountsCommittedBytes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j.jsonl")
+	if err := os.WriteFile(path, []byte(`{"a":1}`+"\n"+`{"b":`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	j := mustOpen(t, path, journal.Options{MaxRecordBytes: 16, NoSync: true})
+	ctx := context.Background()
+	steps := []struct {
+		name    string
+		records []canonjson.Value
+		want    int64
+	}{
+		{"after the repair", nil, 8},
+		{"one record", []canonjson.Value{rec(t, `{"c":2}`)}, 16},
+		{"a batch of two", []canonjson.Value{rec(t, `[1]`), rec(t, `"x"`)}, 24},
+		{"a refused batch", []canonjson.Value{rec(t, `{"d":"0123456789abcdef"}`)}, 24},
+	}
+	for _, s := range steps {
+		if len(s.records) > 0 {
+			_, _ = j.Append(ctx, s.records...)
+		}
+		if got := j.Size(); got != s.want {
+			t.Errorf("%s: Size() = %d, want %d", s.name, got, s.want)
+		}
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Size() != s.want {
+			t.Errorf("%s: the file holds %d bytes, want %d", s.name, fi.Size(), s.want)
+		}
+	}
+}

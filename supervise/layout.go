@@ -320,6 +320,8 @@ type layout struct {
 	closing bool
 
 	kick chan struct{} // cap 1: work is waiting
+	// stop is closed with kick by close: it ends the writer's linger.
+	stop chan struct{}
 	done chan struct{} // closed when the writer has drained and stopped
 
 	// fence, when set (setFence), is asked before each write: once it
@@ -376,7 +378,7 @@ func openLayout(dir, runID string, prior []Record, readout func() ledger.Readout
 	}
 	y := &layout{dir: dir, now: now, logger: logger, readout: readout, progress: j, progBytes: fi.Size(),
 		state: RunState{SchemaVersion: RunStateSchemaVersion, RunID: runID, Status: RunStatusRunning},
-		nodes: map[NodeID]string{}, kick: make(chan struct{}, 1), done: make(chan struct{})}
+		nodes: map[NodeID]string{}, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	y.room = sync.NewCond(&y.mu)
 	y.state.ProgressTruncated = y.progBytes >= MaxProgressBytes
 	if err := checkRunDirOwner(dir, runID); err != nil {
@@ -528,10 +530,11 @@ func (y *layout) observe(r *Record) {
 // are projections of the journal the records are already in.
 func (y *layout) write() {
 	defer close(y.done)
+	t := newLingerTimer()
 	for {
 		_, open := <-y.kick
 		if open {
-			open = linger(y.kick)
+			open = linger(t, y.stop)
 		}
 		y.mu.Lock()
 		batch, dirty := y.pending, y.dirty
@@ -572,26 +575,37 @@ func (y *layout) write() {
 // is the truth).
 const writerLinger = time.Millisecond
 
-// linger waits writerLinger, consuming the kicks that come meanwhile
-// (their work joins the batch the writer takes next); it returns false
-// at once when kick is closed: the writer is closing and drains now.
-func linger(kick <-chan struct{}) bool {
+// newLingerTimer returns a stopped timer for linger, one per writer
+// goroutine: a batch reuses it rather than allocating its own.
+func newLingerTimer() *time.Timer {
 	t := time.NewTimer(writerLinger)
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-			return true
-		case _, open := <-kick:
-			if !open {
-				return false
-			}
-		}
+	t.Stop()
+	return t
+}
+
+// linger waits writerLinger on t, or returns false at once when stop is
+// closed: the writer is closing and drains now. It leaves the writer's
+// kick channel alone: a record queued meanwhile joins the batch the
+// writer takes next, and its kick (the channel holds one) stays for the
+// writer's next turn, so the records of a busy run do not each wake the
+// writer goroutine while it lingers.
+func linger(t *time.Timer, stop <-chan struct{}) bool {
+	t.Reset(writerLinger)
+	select {
+	case <-t.C:
+		return true
+	case <-stop:
+		t.Stop()
+		return false
 	}
 }
 
 // appendProgress appends batch as one journal append, up to the file's
-// bound; the writer goroutine calls it.
+// bound; the writer goroutine calls it. A batch that cannot reach the
+// bound (each line is at most MaxProgressRecordBytes) is encoded once,
+// by the append; otherwise, or when a record of it does not encode,
+// each line is encoded first to find where the bound falls and which
+// records to skip.
 func (y *layout) appendProgress(batch []ProgressRecord) {
 	if len(batch) == 0 {
 		return
@@ -602,6 +616,32 @@ func (y *layout) appendProgress(batch []ProgressRecord) {
 	if truncated {
 		return
 	}
+	if y.progBytes+int64(len(batch))*(MaxProgressRecordBytes+1) <= MaxProgressBytes {
+		vals := make([]any, len(batch))
+		for i := range batch {
+			vals[i] = &batch[i]
+		}
+		before := y.progress.Size()
+		_, err := y.progress.AppendOf(context.Background(), vals...)
+		if err == nil {
+			y.progBytes += y.progress.Size() - before
+			return
+		}
+		if _, bad := errors.AsType[*journal.RecordError](err); !bad {
+			y.logger.Error("supervise: appending progress", "err", err)
+			return
+		}
+		// Nothing of the batch was written: the careful way below skips
+		// the record that does not encode, logging it, and writes the rest.
+	}
+	y.appendProgressBounded(batch)
+}
+
+// appendProgressBounded is appendProgress encoding each line before the
+// append: a line past MaxProgressBytes marks the log truncated and is
+// dropped with every later one, a record that does not encode is
+// logged and skipped.
+func (y *layout) appendProgressBounded(batch []ProgressRecord) {
 	vals := make([]any, 0, len(batch))
 	size := y.progBytes
 	var data []byte
@@ -735,6 +775,7 @@ func (y *layout) close() error {
 		y.closing = true
 		y.room.Broadcast()
 		close(y.kick)
+		close(y.stop)
 	}
 	y.mu.Unlock()
 	<-y.done

@@ -323,6 +323,7 @@ type streams struct {
 	closing bool
 
 	kick chan struct{} // cap 1: work is waiting
+	stop chan struct{} // closed with kick by close: it ends the linger
 	done chan struct{}
 
 	// Owned by the writer goroutine.
@@ -345,7 +346,7 @@ func openStreams(dir string, prior []Record, fence func() error, now func() time
 // newStreams is openStreams without starting the writer.
 func newStreams(dir string, prior []Record, fence func() error, now func() time.Time, logger *slog.Logger) (*streams, error) {
 	s := &streams{dir: dir, now: now, logger: logger, fence: fence, stems: map[NodeID]string{},
-		kick: make(chan struct{}, 1), done: make(chan struct{}), files: map[string]*streamFile{}}
+		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), files: map[string]*streamFile{}}
 	if _, err := s.file(""); err != nil {
 		return nil, fmt.Errorf("supervise: opening the root stream: %w", err)
 	}
@@ -474,10 +475,11 @@ func (r StreamRecord) withReason(reason string) StreamRecord {
 // are observations, and the spawn journal holds the run's truth.
 func (s *streams) write() {
 	defer close(s.done)
+	t := newLingerTimer()
 	for {
 		_, open := <-s.kick
 		if open {
-			open = linger(s.kick) // let lines that come meanwhile join the batch
+			open = linger(t, s.stop) // let lines that come meanwhile join the batch
 		}
 		s.mu.Lock()
 		batch, dropped := s.pending, s.dropped
@@ -515,8 +517,7 @@ func (s *streams) writeBatch(batch []streamItem) {
 		}
 	}
 	var order []string
-	lines := map[string][]any{}
-	var data []byte
+	items := map[string][]*streamItem{}
 	s.batches++
 	for i := range batch {
 		it := &batch[i] // its record is appended by reference
@@ -535,7 +536,52 @@ func (s *streams) writeBatch(batch []streamItem) {
 		if f.full {
 			continue
 		}
+		if _, seen := items[it.stem]; !seen {
+			order = append(order, it.stem)
+		}
+		items[it.stem] = append(items[it.stem], it)
+	}
+	for _, stem := range order {
+		s.appendLines(stem, s.files[stem], items[stem])
+	}
+	s.evict()
+}
+
+// appendLines appends the lines of one file as one append. Lines that
+// cannot reach the file's bound (each is at most MaxStreamRecordBytes)
+// are encoded once, by the append; otherwise, or when the append
+// refuses them, appendBounded does what it always did.
+func (s *streams) appendLines(stem string, f *streamFile, items []*streamItem) {
+	if f.size+int64(len(items))*(MaxStreamRecordBytes+1) <= f.limit-truncatedReserve {
+		recs := make([]any, len(items))
+		for i, it := range items {
+			recs[i] = &it.rec
+		}
+		before := f.j.Size()
+		if _, err := f.j.AppendOf(context.Background(), recs...); err == nil {
+			f.size += f.j.Size() - before
+			return
+		}
+		// Nothing was written (a record that does not encode, or one
+		// too large) or the log failed: the careful way logs it as
+		// before.
+	}
+	s.appendBounded(stem, f, items)
+}
+
+// appendBounded encodes each line of one file before its append: a
+// record that does not encode is logged and skipped, and the line that
+// would pass the file's bound is replaced by one truncated record,
+// later lines dropped.
+func (s *streams) appendBounded(stem string, f *streamFile, items []*streamItem) {
+	var lines []any
+	var data []byte
+	for _, it := range items {
+		if f.full {
+			break
+		}
 		var rec any = &it.rec
+		var err error
 		if data, err = canonjson.AppendCanonicalOf(data[:0], rec); err != nil {
 			s.logger.Error("supervise: a stream record", "err", err)
 			continue
@@ -545,18 +591,15 @@ func (s *streams) writeBatch(batch []streamItem) {
 			rec = &StreamRecord{Kind: StreamTruncated, AtMS: it.rec.AtMS, Reason: fmt.Sprintf("the log reached %d bytes", f.limit)}
 			data, _ = canonjson.AppendCanonicalOf(data[:0], rec)
 		}
-		if _, seen := lines[it.stem]; !seen {
-			order = append(order, it.stem)
-		}
-		lines[it.stem] = append(lines[it.stem], rec)
+		lines = append(lines, rec)
 		f.size += int64(len(data)) + 1
 	}
-	for _, stem := range order {
-		if _, err := s.files[stem].j.AppendOf(context.Background(), lines[stem]...); err != nil {
-			s.logger.Error("supervise: appending to a stream log", "stem", stem, "err", err)
-		}
+	if len(lines) == 0 {
+		return
 	}
-	s.evict()
+	if _, err := f.j.AppendOf(context.Background(), lines...); err != nil {
+		s.logger.Error("supervise: appending to a stream log", "stem", stem, "err", err)
+	}
 }
 
 // maxOpenWorkerLogs is how many worker logs stay open with no live
@@ -600,6 +643,7 @@ func (s *streams) close() error {
 	if !s.closing {
 		s.closing = true
 		close(s.kick)
+		close(s.stop)
 	}
 	s.mu.Unlock()
 	<-s.done

@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentrt/agentrt/store"
 )
@@ -148,5 +151,55 @@ func TestStreamLogsDropRatherThanBlock(t *testing.T) {
 	}
 	if last := recs[len(recs)-1]; last.Kind != StreamDropped || last.Dropped != 10 {
 		t.Errorf("last line %+v, want a dropped line counting 10", last)
+	}
+}
+
+// A batch far from its logs' bounds is encoded once, by each log's
+// append; a log whose lines hold one that does not encode (text that
+// is not UTF-8) falls back to encoding each line first, so that line
+// is skipped and the others are written in order. The writer's count
+// of each log's bytes stays its file's size.
+func TestStreamBatchSkipsALineThatDoesNotEncode(t *testing.T) {
+	dir := t.TempDir()
+	s, err := newStreams(dir, nil, nil, func() time.Time { return time.UnixMilli(1000) }, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := func(stem, text string) streamItem {
+		return streamItem{stem: stem, rec: StreamRecord{Kind: StreamEvent, AtMS: 1000, Node: "run1:s1", Text: text}}
+	}
+	// The writer is not started: writeBatch is the test's to call.
+	s.writeBatch([]streamItem{ev("w", "a"), ev("", "r1"), ev("w", "\xff"), ev("w", "c"), ev("", "r2")})
+	for _, tc := range []struct {
+		stem string
+		want []string
+	}{{"w", []string{"a", "c"}}, {"", []string{"r1", "r2"}}} {
+		f := s.files[tc.stem]
+		path := filepath.Join(dir, RootStreamFile)
+		if tc.stem != "" {
+			path = WorkerLogPath(dir, tc.stem)
+		}
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.size != fi.Size() {
+			t.Errorf("log %q: the writer counts %d bytes, the file holds %d", tc.stem, f.size, fi.Size())
+		}
+		recs, skipped, err := readTolerant[StreamRecord](context.Background(), path)
+		if err != nil || skipped != 0 {
+			t.Fatalf("log %q: %d skipped, %v", tc.stem, skipped, err)
+		}
+		var got []string
+		for _, r := range recs {
+			got = append(got, r.Text)
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("log %q lines (-want +got):\n%s", tc.stem, diff)
+		}
+	}
+	go s.write()
+	if err := s.close(); err != nil {
+		t.Fatal(err)
 	}
 }
