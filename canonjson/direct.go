@@ -4,7 +4,6 @@ import (
 	"reflect"
 	"slices"
 	"sync"
-	"unsafe"
 )
 
 // AppendCanonicalOf appends the canonical form of the Go value x to b:
@@ -214,72 +213,6 @@ type structMember struct {
 	key      []byte // the name in canonical form, with its ':'
 	keyOK    bool   // the name is well-formed
 	enc      goEncoder
-	// zero, when set, says whether the optional member at offset in
-	// the struct's memory is its type's zero value, as reflect's
-	// Value.IsZero would, without making a reflect.Value of it: most
-	// members of a record are absent, and reflecting on each to learn
-	// so was most of an encoding's time. Set for a member directly in
-	// the struct (one index) of a kind whose zero test is one load.
-	zero   func(unsafe.Pointer) bool
-	offset uintptr
-}
-
-// zeroTestFor returns how to tell that a value of type t, at a pointer,
-// is t's zero value exactly as reflect.Value.IsZero does; nil for a
-// kind left to reflect (arrays, floats, whose zero is not -0,
-// interfaces, complex numbers, and structs holding any of them).
-func zeroTestFor(t reflect.Type) func(unsafe.Pointer) bool {
-	switch t.Kind() {
-	case reflect.String:
-		return func(p unsafe.Pointer) bool { return len(*(*string)(p)) == 0 }
-	case reflect.Bool:
-		return func(p unsafe.Pointer) bool { return !*(*bool)(p) }
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		switch t.Size() {
-		case 1:
-			return func(p unsafe.Pointer) bool { return *(*uint8)(p) == 0 }
-		case 2:
-			return func(p unsafe.Pointer) bool { return *(*uint16)(p) == 0 }
-		case 4:
-			return func(p unsafe.Pointer) bool { return *(*uint32)(p) == 0 }
-		case 8:
-			return func(p unsafe.Pointer) bool { return *(*uint64)(p) == 0 }
-		}
-	case reflect.Pointer, reflect.Map, reflect.Chan, reflect.Func, reflect.UnsafePointer, reflect.Slice:
-		// Each is nil (IsZero's test for these kinds) exactly when its
-		// first word, the pointer (a slice's data pointer), is nil.
-		return func(p unsafe.Pointer) bool { return *(*unsafe.Pointer)(p) == nil }
-	case reflect.Struct:
-		// Zero when every member but the blank ones is, IsZero's rule
-		// (for a comparable struct its == against the zero value, the
-		// same thing for the kinds tested here).
-		type part struct {
-			offset uintptr
-			zero   func(unsafe.Pointer) bool
-		}
-		var parts []part
-		for i := range t.NumField() {
-			f := t.Field(i)
-			if f.Name == "_" {
-				continue
-			}
-			z := zeroTestFor(f.Type)
-			if z == nil {
-				return nil
-			}
-			parts = append(parts, part{f.Offset, z})
-		}
-		return func(p unsafe.Pointer) bool {
-			for _, q := range parts {
-				if !q.zero(unsafe.Add(p, q.offset)) {
-					return false
-				}
-			}
-			return true
-		}
-	}
-	return nil
 }
 
 // newStructEncoder builds the goEncoder of struct type t from its plan.
@@ -291,42 +224,25 @@ func newStructEncoder(t reflect.Type) goEncoder {
 	members := make([]structMember, len(p.fields))
 	for i, f := range p.fields {
 		key, ok := appendCheckedString(nil, f.name, false)
-		ft := t.FieldByIndex(f.index)
 		members[i] = structMember{index: f.index, optional: f.optional, key: append(key, ':'), keyOK: ok,
-			enc: goEncoderFor(ft.Type)}
-		if f.optional && len(f.index) == 1 {
-			members[i].zero, members[i].offset = zeroTestFor(ft.Type), ft.Offset
-		}
+			enc: goEncoderFor(t.FieldByIndex(f.index).Type)}
 	}
 	return func(e *encoder, rv reflect.Value) (bool, bool) {
-		// An addressable struct (one reached through a pointer, as
-		// records are encoded) has its absent members found by
-		// zeroTestFor without reflection.
-		var base unsafe.Pointer
-		if rv.CanAddr() {
-			base = rv.Addr().UnsafePointer()
-		}
 		e.buf = append(e.buf, '{')
 		n := 0
 		for i := range members {
 			m := &members[i]
 			var fv reflect.Value
-			switch {
-			case m.zero != nil && base != nil:
-				if m.zero(unsafe.Add(base, m.offset)) {
-					continue
-				}
+			if len(m.index) == 1 {
 				fv = rv.Field(m.index[0])
-			case len(m.index) == 1:
-				fv = rv.Field(m.index[0])
-				if m.optional && fv.IsZero() {
-					continue
-				}
-			default:
+			} else {
 				var ok bool
-				if fv, ok = fieldByIndex(rv, m.index); !ok || m.optional && fv.IsZero() {
+				if fv, ok = fieldByIndex(rv, m.index); !ok {
 					continue
 				}
+			}
+			if m.optional && fv.IsZero() {
+				continue
 			}
 			mark := len(e.buf)
 			if n > 0 {
