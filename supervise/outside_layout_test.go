@@ -353,8 +353,25 @@ func TestOutsideRequestsAfterRunEnd(t *testing.T) {
 	})
 	t.Run("run cancel under a new operation id", func(t *testing.T) {
 		_, err := supervise.CancelRun(ctx, run.dir, "rv9-run-2", supervise.RunCancelOptions{Reason: "stop"})
-		if err != nil {
-			t.Errorf("a new run cancellation after the run ended: %v; want it answered not_live like a new worker cancel or steer", err)
+		var ended *supervise.RunEndedError
+		if !errors.As(err, &ended) {
+			t.Fatalf("a new run cancellation after the run ended: %v; want *RunEndedError (not_live), like a new worker cancel or steer", err)
+		}
+		var conflict *supervise.ConflictError
+		if errors.As(err, &conflict) {
+			t.Errorf("%v is also a *ConflictError: the run is not live, the request is not malformed", err)
+		}
+		want := supervise.RunEndedError{OperationID: "rv9-run-2", FirstOperationID: "rv9-run-1", Status: string(res.Status), EndedAtMS: ended.EndedAtMS}
+		if diff := cmp.Diff(want, *ended); diff != "" || ended.EndedAtMS <= 0 || ended.Effect() != kernel.EffectNotLive {
+			t.Errorf("RunEndedError (-want +got):\n%s (effect %s)", diff, ended.Effect())
+		}
+		// The same id again is the same answer, and the first request
+		// stands.
+		if _, err := supervise.CancelRun(ctx, run.dir, "rv9-run-2", supervise.RunCancelOptions{Reason: "stop"}); !errors.As(err, &ended) {
+			t.Errorf("retrying the new run cancellation: %v, want *RunEndedError", err)
+		}
+		if a, err := supervise.ReadRunCancellation(ctx, run.dir); err != nil || a == nil || a.OperationID != "rv9-run-1" {
+			t.Errorf("the run's cancellation after a later request: %+v, %v; want rv9-run-1's", a, err)
 		}
 	})
 	t.Run("worker cancel under a new operation id", func(t *testing.T) {
