@@ -473,3 +473,94 @@ func TestOutsideTolerantProgressAndFinalState(t *testing.T) {
 		t.Errorf("progress after mangling (-before +after):\n%s", diff)
 	}
 }
+
+// §3.6 "Worker file stems": a character outside [A-Za-z0-9._-] becomes
+// '_', an empty worker is "worker"; the inbox projection is
+// workers/<stem>.inbox.ndjson.
+func TestOutsideWorkerStems(t *testing.T) {
+	for _, tt := range []struct {
+		worker supervise.NodeID
+		want   string
+	}{
+		{"run1:s2", "run1_s2"},
+		{"", "worker"},
+		{"a/b\\c d", "a_b_c_d"},
+		{"ok.name_-9", "ok.name_-9"},
+		{"é", "_"},
+		{"../up", ".._up"},
+	} {
+		if got := supervise.WorkerStem(tt.worker); got != tt.want {
+			t.Errorf("WorkerStem(%q) = %q, want %q", tt.worker, got, tt.want)
+		}
+	}
+	if got, want := supervise.InboxPath("/d", "run1:s2"), filepath.Join("/d", "workers", "run1_s2.inbox.ndjson"); got != want {
+		t.Errorf("InboxPath = %q, want %q", got, want)
+	}
+}
+
+// A steer racing the worker's settlement: the worker is told "finish"
+// and, at once, something more. The second steer ends delivered (the
+// inbox took it before the worker ended) or not_live, never unknown or
+// refused once the run ended; the first is delivered. Run with -count.
+func TestOutsideSteerRacesSettlement(t *testing.T) {
+	ctx := context.Background()
+	exec := newInboxExecutor()
+	run := startLiveRun(t, exec, 0, "long")
+	if _, err := supervise.WriteWorkerSteer(ctx, run.dir, "run1:s2", supervise.WorkerSteer{OperationID: "rv9-finish", Message: "finish"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := supervise.WriteWorkerSteer(ctx, run.dir, "run1:s2", supervise.WorkerSteer{OperationID: "rv9-late", Message: "one more thing"}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the worker settled", func() (bool, error) {
+		st, err := supervise.ReadRunState(ctx, run.dir)
+		return err == nil && st.Live == 0, nil
+	})
+	run.finish(t)
+	if ack, err := supervise.ReadSteerAck(ctx, run.dir, "rv9-finish"); err != nil || ack == nil || ack.Effect != supervise.SteerDelivered {
+		t.Errorf("the finishing steer: %+v, %v; want delivered", ack, err)
+	}
+	ack, err := supervise.ReadSteerAck(ctx, run.dir, "rv9-late")
+	if err != nil || ack == nil || (ack.Effect != supervise.SteerDelivered && ack.Effect != supervise.SteerNotLive) {
+		t.Fatalf("the steer racing the settlement, after run end: %+v, %v; want delivered or not_live", ack, err)
+	}
+	t.Logf("the racing steer ended %s (%s)", ack.Effect, ack.Detail)
+}
+
+// §3.6 "Readers are tolerant" for a worker's inbox projection and the
+// coordination log: a corrupt line in the middle is skipped and
+// counted, the valid lines around it kept in order, a torn tail
+// ignored. (An executor with its own inbox, as here, writes no
+// projection; the files are written as a crashed writer would leave
+// them.)
+func TestOutsideTolerantInboxAndCoordinationLog(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := supervise.InboxPath(dir, "run1:s2")
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	l1 := `{"kind":"posted","seq":1,"atMs":10,"message":"a","operationId":"o1"}` + "\n"
+	l2 := `{"kind":"taken","seq":2,"atMs":11,"operationId":"o1"}` + "\n"
+	if err := os.WriteFile(path, []byte(l1+"]]not json[[\n"+l2+`{"kind":"po`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, skipped, err := supervise.ReadInbox(ctx, dir, "run1:s2")
+	want := []supervise.InboxRecord{{Kind: "posted", Seq: 1, AtMS: 10, Message: "a", OperationID: "o1"}, {Kind: "taken", Seq: 2, AtMS: 11, OperationID: "o1"}}
+	if err != nil || skipped != 1 {
+		t.Errorf("ReadInbox after a corrupt line and a torn tail: skipped %d, %v; want 1", skipped, err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("inbox records (-want +got):\n%s", diff)
+	}
+
+	clog := filepath.Join(dir, supervise.CoordinationLogFile)
+	good := `{"kind":"x-rv9"}` + "\n"
+	if err := os.WriteFile(clog, []byte(good+"{torn\n"+good+`{"kind":"x-r`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	recs, skipped, err := supervise.ReadCoordinationLog(ctx, dir)
+	if err != nil || skipped != 1 || len(recs) != 2 {
+		t.Errorf("ReadCoordinationLog with a corrupt middle line: %d records, skipped %d, %v; want 2 and 1", len(recs), skipped, err)
+	}
+}

@@ -177,3 +177,74 @@ func TestOutsideCLILiveAndEndedRunBehaviour48to50(t *testing.T) {
 		t.Errorf("top --once on the ended run: exit %d, frame:\n%s\nwant its status %s and the cancelled worker", code, out, st.Status)
 	}
 }
+
+// A worker in doubt after a restart (§3.6 "in-flight keyed work is
+// in-doubt until recovered"; behaviour 49 "never success"): the
+// supervisor is killed while its worker runs, a cancel and a steer of
+// that worker are written while no process holds the run, and the run
+// is resumed. The resumed run cannot stop a worker that may still run
+// under the dead process's lease: the cancellation is unknown (exit 1),
+// not not_live ("found nothing live", exit 0), and both answers say the
+// worker is in doubt rather than call it settled or running.
+func TestOutsideCLICancelInDoubtAfterRestartBehaviour49(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	slow := filepath.Join(dir, "slow.json")
+	quick := filepath.Join(dir, "quick.json")
+	if err := errors.Join(
+		os.WriteFile(slow, []byte(`{"turns":[{"repeat":true,"steps":[{"text":"working"},{"delayMs":60000},{"text":" done note"}]}]}`), 0o600),
+		os.WriteFile(quick, []byte(`{"turns":[{"repeat":true,"steps":[{"text":"done note"}]}]}`), 0o600)); err != nil {
+		t.Fatal(err)
+	}
+	runDir := filepath.Join(dir, "run")
+	manager := filepath.Join("..", "..", "examples", "profiles", "delegation-manager.json")
+	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
+	defer cancel()
+	sup := exec.CommandContext(ctx, buildAgentrt(t), "supervise", manager, "--worker", noteWriter, "--task", "write a note", "--script", slow,
+		"--run-dir", runDir, "--run-id", "rv9x", "--budget-tokens", "100000", "--iterations", "5")
+	sup.WaitDelay = 10 * time.Second
+	if err := sup.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		st, err := supervise.ReadRunState(ctx, runDir)
+		if err == nil && st.Live == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			_ = sup.Process.Kill()
+			_ = sup.Wait()
+			t.Fatalf("the worker never went live: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := sup.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = sup.Wait()
+
+	if out, errOut, code := runBinary(t, "cancel", runDir, "rv9x:s1", "--operation-id", "k1", "--wait", "0"); code != 0 {
+		t.Fatalf("cancel --wait 0 with no supervisor: exit %d, %q %q", code, out, errOut)
+	}
+	if out, errOut, code := runBinary(t, "steer", runDir, "rv9x:s1", "hello", "--operation-id", "ks1", "--wait", "0"); code != 0 {
+		t.Fatalf("steer --wait 0 with no supervisor: exit %d, %q %q", code, out, errOut)
+	}
+	out, errOut, code := runBinary(t, "supervise", manager, "--worker", noteWriter, "--script", quick, "--run-dir", runDir, "--resume")
+	if !strings.Contains(out, "IN DOUBT") {
+		t.Fatalf("the resumed run (exit %d) shows no worker in doubt:\n%s\n%s", code, out, errOut)
+	}
+
+	out, _, code = runBinary(t, "cancel", runDir, "rv9x:s1", "--operation-id", "k1", "--wait", "1s", "--json")
+	var k1 supervise.WorkerCancellation
+	oneJSONDocument(t, out, &k1)
+	if code != 1 || k1.Effect != "unknown" || !strings.Contains(k1.Detail, "in doubt") {
+		t.Errorf("cancel of the worker in doubt: exit %d, %+v; want exit 1, unknown, a detail saying it is in doubt", code, k1)
+	}
+	out, _, code = runBinary(t, "steer", runDir, "rv9x:s1", "hello", "--operation-id", "ks1", "--wait", "1s", "--json")
+	var ks1 steerJSON
+	oneJSONDocument(t, out, &ks1)
+	if code != 1 || ks1.Acknowledgement == nil || !strings.Contains(ks1.Acknowledgement.Detail, "in doubt") {
+		t.Errorf("steer of the worker in doubt: exit %d, %+v; want exit 1 and a detail saying it is in doubt", code, ks1.Acknowledgement)
+	}
+}
