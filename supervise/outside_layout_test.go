@@ -512,14 +512,16 @@ func TestOutsideSteerRacesSettlement(t *testing.T) {
 	if _, err := supervise.WriteWorkerSteer(ctx, run.dir, "run1:s2", supervise.WorkerSteer{OperationID: "rv9-late", Message: "one more thing"}); err != nil {
 		t.Fatal(err)
 	}
+	if ack := awaitSteer(t, run.dir, "rv9-finish"); ack.Effect != supervise.SteerDelivered {
+		t.Errorf("the finishing steer: %+v; want delivered", ack)
+	}
+	// state.json follows the journal off the spawn path: wait for both
+	// workers (quick and long) to show settled done.
 	eventually(t, "the worker settled", func() (bool, error) {
 		st, err := supervise.ReadRunState(ctx, run.dir)
-		return err == nil && st.Live == 0, nil
+		return err == nil && st.Settled[supervise.StateDone] == 2, nil
 	})
 	run.finish(t)
-	if ack, err := supervise.ReadSteerAck(ctx, run.dir, "rv9-finish"); err != nil || ack == nil || ack.Effect != supervise.SteerDelivered {
-		t.Errorf("the finishing steer: %+v, %v; want delivered", ack, err)
-	}
 	ack, err := supervise.ReadSteerAck(ctx, run.dir, "rv9-late")
 	if err != nil || ack == nil || (ack.Effect != supervise.SteerDelivered && ack.Effect != supervise.SteerNotLive) {
 		t.Fatalf("the steer racing the settlement, after run end: %+v, %v; want delivered or not_live", ack, err)
