@@ -513,7 +513,9 @@ type RunCancellation struct {
 // CancelRun asks the run in runDir to cancel. The first request wins:
 // repeating it returns the request first written, a different request
 // (another operation id or body) fails with *ConflictError (§15
-// behaviour 50). ReadRunCancellation reads the acknowledgement.
+// behaviour 50) — except a request under another operation id written
+// after the run ended, which fails with *RunEndedError (not_live).
+// ReadRunCancellation reads the acknowledgement.
 func CancelRun(ctx context.Context, runDir, operationID string, o RunCancelOptions) (RunCancelRequest, error) {
 	if err := ctx.Err(); err != nil {
 		return RunCancelRequest{}, err
@@ -567,12 +569,45 @@ func CancelRun(ctx context.Context, runDir, operationID string, o RunCancelOptio
 			continue // set aside by a concurrent CancelRun: publish again
 		case err != nil:
 			return RunCancelRequest{}, fmt.Errorf("supervise: reading run cancellation: %w", err)
+		case prior.OperationID != operationID:
+			// A run holds one cancellation. Once the run has ended a
+			// request under another id is not a conflict to fix but a
+			// request for a run that is not live (as a worker cancel or
+			// steer written after the end is answered not_live).
+			if ended, at := endedBefore(runDir, req.At); ended {
+				var st RunState
+				_ = readJSON(filepath.Join(runDir, StateFile), &st)
+				return RunCancelRequest{}, &RunEndedError{OperationID: operationID, FirstOperationID: prior.OperationID, Status: st.Status, EndedAtMS: at}
+			}
+			return RunCancelRequest{}, &ConflictError{Kind: "run-cancel", OperationID: operationID,
+				Detail: "the run's cancellation was already requested under operation " + prior.OperationID + " (read its outcome under that operation id)"}
 		case !prior.sameBody(req):
 			return RunCancelRequest{}, &ConflictError{Kind: "run-cancel", OperationID: operationID, Detail: "operation " + prior.OperationID + " was written first"}
 		}
 		return prior, nil
 	}
 }
+
+// RunEndedError: a run cancellation under a new operation id was asked
+// of a run that had already ended (and whose one cancellation request is
+// another operation's). Its effect is not_live: nothing was written, and
+// the run's cancellation stays FirstOperationID's (ReadRunCancellation).
+type RunEndedError struct {
+	OperationID      string
+	FirstOperationID string
+	// Status is the run's final status in state.json.
+	Status string
+	// EndedAtMS is when the run ended (state.json's last write), Unix ms.
+	EndedAtMS int64
+}
+
+func (e *RunEndedError) Error() string {
+	return fmt.Sprintf("supervise: run cancellation %s: not_live: the run had ended (%s) before the request was written; its cancellation was operation %s",
+		e.OperationID, e.Status, e.FirstOperationID)
+}
+
+// Effect is the request's effect: not_live, never success.
+func (e *RunEndedError) Effect() kernel.Effect { return kernel.EffectNotLive }
 
 // setAside renames the damaged file at path to path.damaged-<Unix ms>;
 // one already moved by another process is no error.

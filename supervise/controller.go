@@ -177,6 +177,18 @@ func (c *Coordinator) resolveWorker(w string) (NodeInfo, bool) {
 	return c.scope.Labelled(c.scope.Root(), w)
 }
 
+// inDoubtDetail says why a request to a worker in doubt (started by an
+// earlier process of the run, without a terminal record) is not applied.
+const inDoubtDetail = "the worker is in doubt: an earlier process of the run started it and recorded no end, so it may still run there and this run cannot stop or reach it (recover it first: resume the run once its holder's lease has passed)"
+
+// notLiveDetail says why a steer cannot reach n, a worker not live.
+func notLiveDetail(n NodeInfo) string {
+	if n.InDoubt || n.NeverSettled {
+		return inDoubtDetail
+	}
+	return "the worker is " + string(n.State)
+}
+
 func live(n NodeInfo) bool { return n.State.Live() && !n.InDoubt && !n.NeverSettled }
 
 // steerDirSlack is how long steers/requests must have gone unchanged
@@ -319,7 +331,7 @@ func (c *Coordinator) deliverSteer(req SteerRequest, name string) (SteerEffect, 
 		return SteerRefused, "the run has no worker " + req.Worker
 	}
 	if !live(info) {
-		return SteerNotLive, "the worker is " + string(info.State)
+		return SteerNotLive, notLiveDetail(info)
 	}
 	msg, err := c.authorizeSteer(c.workCtx, req, info.ID)
 	if err != nil {
@@ -388,6 +400,11 @@ func (c *Coordinator) checkWorkerCancels(ctx context.Context) {
 		switch {
 		case info.ID == c.scope.Root():
 			rec.Effect, rec.Detail = kernel.EffectUnknown, "the root is cancelled with CancelRun"
+		case info.InDoubt || info.NeverSettled:
+			// Started by an earlier process of the run with no terminal
+			// record: it may still run elsewhere, and this run cannot
+			// abort it. Never success, and not "nothing live" either.
+			rec.Effect, rec.Detail = kernel.EffectUnknown, inDoubtDetail
 		case !live(info):
 			rec.Effect, rec.Detail = kernel.EffectNotLive, "the worker had already settled "+string(info.State)
 		default:

@@ -1658,7 +1658,7 @@ func (c *Coordinator) Steer(ctx context.Context, a SteerArgs) (SteerResult, erro
 	req := c.steerRequested(ctx, a, op)
 	if !live(info) {
 		// Nothing to authorize: the worker cannot take it.
-		res = SteerResult{Outcome: string(SteerNotLive), Reason: "the worker is " + string(info.State)}
+		res = SteerResult{Outcome: string(SteerNotLive), Reason: notLiveDetail(info)}
 	} else if msg, err := c.authorizeSteer(ctx, req, a.WorkerID); err != nil {
 		res = SteerResult{Outcome: string(SteerRefused), Reason: err.Error()}
 	} else {

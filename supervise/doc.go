@@ -321,11 +321,15 @@
 // when an abort's end was not observed). A worker cancellation naming a
 // label no worker has yet stays open (unknown) and is applied when the
 // manager spawns one under it; if none ever does, run end expires it
-// unknown with "the run has no worker …". A request written after the
+// unknown with "the run has no worker …". A worker in doubt after a
+// restart (started by an earlier process, no terminal record) may still
+// run there: its cancellation is unknown, never not_live, and a steer to
+// it is not_live saying it is in doubt. A request written after the
 // run ended is read back not_live, or, when the run's journal shows it
 // never had a worker the request names, refused (a steer) or unknown (a
 // cancellation) with "the run has no worker …", as a running supervisor
-// answers it.
+// answers it; a run cancellation under a new operation id is then a
+// *RunEndedError (not_live): the run's one cancellation stays the first.
 //
 // Questions. A worker asks its manager through Work.Ask: it is waiting
 // until the decision comes (answer_question) or its context ends (the

@@ -524,7 +524,7 @@ func (in *Inbox) record(ctx context.Context, recs ...InboxRecord) error {
 // behind steer_agent and the run dir's steer requests.
 func (c *Coordinator) deliver(ctx context.Context, info NodeInfo, msg, operationID string) (SteerEffect, string) {
 	if !live(info) {
-		return SteerNotLive, "the worker is " + string(info.State)
+		return SteerNotLive, notLiveDetail(info)
 	}
 	c.mu.Lock()
 	w := c.workers[info.ID]

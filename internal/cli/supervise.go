@@ -1740,6 +1740,18 @@ func cancelWork(ctx context.Context, stdio IO, dir, worker, opID, reason string,
 		}
 	} else {
 		req, err := supervise.CancelRun(ctx, dir, opID, supervise.RunCancelOptions{Source: "cli", Reason: reason, Operator: rc.operator, Deadline: rc.deadline})
+		if ended, ok := errors.AsType[*supervise.RunEndedError](err); ok {
+			// A run that ended before this request: not live, as a
+			// worker cancel written after its end is answered.
+			rec := &supervise.RunCancellation{OperationID: opID, Effect: ended.Effect(), RequestedAt: time.Now().UnixMilli(), ObservedAt: ended.EndedAtMS,
+				Source: "cli", Reason: reason,
+				Detail: fmt.Sprintf("the run had ended (%s) before the request was written; its cancellation was operation %s", ended.Status, ended.FirstOperationID)}
+			if asJSON {
+				return writeJSON(stdio.Out, rec)
+			}
+			fmt.Fprintf(stdio.Out, "cancel %s of the run: %s%s\n", opID, rec.Effect, detail(rec.Detail))
+			return nil
+		}
 		if err != nil {
 			return controlError(err)
 		}

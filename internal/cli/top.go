@@ -64,7 +64,8 @@ func newTopCmd(stdio IO) *cobra.Command {
 		Long: `Show the runs of a run store (--db, --database), the supervise runs of
 the workspace ROOT (default: the current directory), found under
 ROOT/.agent/supervisor/ newest first and picked up as they appear, and
-supervise run directories named with --run-dir (repeatable), refreshed
+supervise run directories named with --run-dir (repeatable; a ROOT that
+is itself a run's directory is watched as --run-dir would), refreshed
 every second (a run both in the store and in a run directory shows once,
 as its run directory's row): per run its
 status, task, budget and spend, its workers with their state, verdict,
@@ -115,6 +116,13 @@ terminal; the frame has no colours then (or with --no-color).`,
 				}
 				if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
 					return usage("ROOT %q is not a directory: give the workspace whose supervise runs to show", root)
+				}
+				// A supervise run's own directory given as ROOT (it
+				// holds no runs under .agent/supervisor) is watched as
+				// --run-dir would watch it, rather than show nothing
+				// of it.
+				if isRunDirOnly(root) {
+					runDirs, root = append(runDirs, root), "."
 				}
 			}
 			src := &topSource{dirs: runDirs, root: root, limit: limit}
@@ -826,9 +834,12 @@ func (s *topSource) cancelSupervised(ctx context.Context, r topRun) string {
 	earlier := ""
 	_, err := supervise.CancelRun(ctx, r.dir, op, supervise.RunCancelOptions{Reason: "cancelled from agentrt top", Source: topControlSource})
 	var conflict *supervise.ConflictError
+	var ended *supervise.RunEndedError
 	switch {
 	case errors.As(err, &conflict):
 		earlier = conflict.Detail
+	case errors.As(err, &ended):
+		earlier = "operation " + ended.FirstOperationID + ", before the run ended"
 	case err != nil:
 		return fmt.Sprintf("run %s: cancel unknown: %v", r.ID, err)
 	}
@@ -1409,4 +1420,19 @@ func (m topModel) frame() string {
 		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+// isRunDirOnly reports whether dir is a supervise run directory (it holds
+// one of runDirMarkers) and not a workspace of runs (no
+// .agent/supervisor in it).
+func isRunDirOnly(dir string) bool {
+	if _, err := os.Lstat(filepath.Join(dir, ".agent", "supervisor")); err == nil {
+		return false
+	}
+	for _, m := range runDirMarkers {
+		if _, err := os.Lstat(filepath.Join(dir, m)); err == nil {
+			return true
+		}
+	}
+	return false
 }
