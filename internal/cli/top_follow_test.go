@@ -43,6 +43,23 @@ func appendJournal(t testing.TB, dir, s string) {
 	}
 }
 
+// checkFollowIsAFreshRead fails t unless src's next look at run dir dir
+// is what a fresh read of it shows (step names the moment).
+func checkFollowIsAFreshRead(t *testing.T, ctx context.Context, src *topSource, dir, step string) {
+	t.Helper()
+	got := src.load(ctx)
+	want, err := readSuperviseRun(ctx, dir)
+	if err != nil {
+		t.Fatalf("%s: a fresh read: %v", step, err)
+	}
+	if len(got.Errors) != 0 || len(got.Runs) != 1 {
+		t.Fatalf("%s: the follow read %d runs, errors %v", step, len(got.Runs), got.Errors)
+	}
+	if diff := cmp.Diff(want, got.Runs[0], cmp.AllowUnexported(topRun{}, topWorker{}, tokenSum{})); diff != "" {
+		t.Fatalf("%s: the follow differs from a fresh read (-fresh +follow):\n%s", step, diff)
+	}
+}
+
 // A run dir followed across looks shows, at every look, what a fresh
 // read of the whole journal shows: appended records, a torn line
 // completed later, a run-started record after the spawns it names the
@@ -52,20 +69,7 @@ func TestTopFollowMatchesAFreshRead(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	src := &topSource{dirs: []string{dir}}
-	check := func(step string) {
-		t.Helper()
-		got := src.load(ctx)
-		want, err := readSuperviseRun(ctx, dir)
-		if err != nil {
-			t.Fatalf("%s: a fresh read: %v", step, err)
-		}
-		if len(got.Errors) != 0 || len(got.Runs) != 1 {
-			t.Fatalf("%s: the follow read %d runs, errors %v", step, len(got.Runs), got.Errors)
-		}
-		if diff := cmp.Diff(want, got.Runs[0], cmp.AllowUnexported(topRun{}, topWorker{}, tokenSum{})); diff != "" {
-			t.Fatalf("%s: the follow differs from a fresh read (-fresh +follow):\n%s", step, diff)
-		}
-	}
+	check := func(step string) { t.Helper(); checkFollowIsAFreshRead(t, ctx, src, dir, step) }
 	appendJournal(t, dir, followLine(0)+followLine(1)+followLine(2))
 	check("spawns before any run-started record")
 	appendJournal(t, dir, `{"kind":"run-started","runId":"sup-1","startedAtMs":1772366400000,"task":"the run"}`+"\n")
@@ -217,20 +221,7 @@ func TestTopFollowWorkerLogsMatchAFreshRead(t *testing.T) {
 	dir := followedWorkerLogDir(t, 10)
 	appendJournal(t, dir, `{"kind":"spawned","label":"w1","node":"sup-1:s1","task":"more work"}`+"\n")
 	src := &topSource{dirs: []string{dir}}
-	check := func(step string) {
-		t.Helper()
-		got := src.load(ctx)
-		want, err := readSuperviseRun(ctx, dir)
-		if err != nil {
-			t.Fatalf("%s: a fresh read: %v", step, err)
-		}
-		if len(got.Errors) != 0 || len(got.Runs) != 1 {
-			t.Fatalf("%s: the follow read %d runs, errors %v", step, len(got.Runs), got.Errors)
-		}
-		if diff := cmp.Diff(want, got.Runs[0], cmp.AllowUnexported(topRun{}, topWorker{}, tokenSum{})); diff != "" {
-			t.Fatalf("%s: the follow differs from a fresh read (-fresh +follow):\n%s", step, diff)
-		}
-	}
+	check := func(step string) { t.Helper(); checkFollowIsAFreshRead(t, ctx, src, dir, step) }
 	check("a log read whole")
 	w1 := supervise.WorkerLogPath(dir, "w1")
 	appendTo := func(path, s string) {
