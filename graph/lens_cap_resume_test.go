@@ -82,3 +82,14 @@ func TestGraphResumedLensAtItsCapIsNotCappedBehaviour46(t *testing.T) {
 		t.Errorf("analyzes rows %+v, want one, delivered (the lens run %s over %s)", analyzes, lens, coder)
 	}
 }
+
+// RES-03 (§3.7, behaviour 46): every cut of a run whose lens edge has
+// MaxTraversals 1 resumes with one analyzes row per analyst worker, as
+// TestGraphResumesFromEveryJournalCutBehaviour46 checks at the default
+// cap.
+func TestGraphResumesEveryCutOfALensAtItsCapBehaviour46(t *testing.T) {
+	g := starGraph(t)
+	g.Edges = append(g.Edges, graph.Edge{Kind: graph.Analyzes, Analyst: "failure-triage", Over: []string{"coder"}, To: "driver",
+		Directive: "analyze/critic/v2", MaxTraversals: new(1)})
+	resumeEveryCut(t, g, "analyst-failure-triage", false)
+}
