@@ -255,7 +255,9 @@ func (r *run) afterSettle(ctx context.Context, c *supervise.Coordinator, s super
 		}
 		row := LedgerRow{Edge: e.ID(), Kind: Analyzes, From: strings.Join(e.Over, "+"), To: e.To, Directive: e.Directive,
 			Continuity: ContinuitySteer, Outcome: OutcomeUnpropagated, WorkerID: s.Node.ID}
-		if r.capReached(e) {
+		// A journaled lens run was charged at its spawn (restore counts
+		// it): it is this traversal, not one past the cap.
+		if !journaled && r.capReached(e) {
 			row.Reason = capReason(e)
 			r.record(ctx, row, false)
 			continue
