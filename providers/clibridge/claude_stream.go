@@ -81,10 +81,14 @@ const claudeBackend = "claude-code"
 // claudeNormalizer maps one turn's claude stream to environment events.
 type claudeNormalizer struct {
 	streamBase
-	sawInit  bool
-	calls    map[string]claudeCall
-	result   *claudeLine
-	resultPE canonjson.Value
+	sawInit bool
+	// unmounted says which of the profile's MCP servers claude reported
+	// not connected at init ("" when all are): the turn would run
+	// without their tools, so the bridge stops it (abortReason).
+	unmounted string
+	calls     map[string]claudeCall
+	result    *claudeLine
+	resultPE  canonjson.Value
 }
 
 // claudeCall is a tool call the stream announced, for its result.
@@ -156,6 +160,10 @@ func (n *claudeNormalizer) init(l *claudeLine) []contract.EnvironmentEvent {
 			items = append(items, canonjson.ObjectValue([]canonjson.Member{
 				{Name: "name", Value: canonjson.StringValue(bounded(s.Name, 512))},
 				{Name: "status", Value: canonjson.StringValue(bounded(s.Status, 200))}}))
+			if s.Status != "connected" && n.unmounted == "" {
+				n.unmounted = fmt.Sprintf("the profile's MCP server %q did not connect (claude-code reported it %q), so the turn would run without its tools",
+					bounded(s.Name, 512), bounded(s.Status, 200))
+			}
 		}
 		data["mcpServers"] = canonjson.ArrayValue(items)
 	}
@@ -163,6 +171,11 @@ func (n *claudeNormalizer) init(l *claudeLine) []contract.EnvironmentEvent {
 	started := contract.StatusStreamEvent(contract.StreamStatusStarted, nil)
 	return append(evs, n.event("system.init", data, &started))
 }
+
+// abortReason implements aborter: claude started with one of the
+// profile's MCP servers not connected (--strict-mcp-config: every server
+// it lists is the profile's; the bridge has it wait MCPStartTimeout).
+func (n *claudeNormalizer) abortReason() string { return n.unmounted }
 
 // served records a model the stream reports serving and marks data with
 // effectiveBackend, the kernel's served-identity member. Claude's own

@@ -75,7 +75,10 @@
 // the turn without a server still connecting and never offers its tools
 // in it, so a slow-starting server would silently be absent
 // (TestMCPServerSlowToStart; codex's servers get startup_timeout_sec
-// likewise).
+// likewise, and are required). A server claude's init line reports not
+// connected (failed, or still pending past that bound) stops the turn:
+// it fails naming the server rather than running without its tools
+// (TestMCPServerThatCannotStartFailsTheTurn).
 //
 // Observed of the real binary (see testdata/claude-code/README): it
 // calls HEAD on the base URL, then POST /v1/messages?beta=true (always

@@ -202,8 +202,18 @@ type lastWorder interface {
 	said() bool
 }
 
+// aborter is a normalizer that can tell, from a line, that the turn
+// cannot run as the profile declared (abortReason non-empty): the bridge
+// then stops the process and the turn fails saying why.
+type aborter interface {
+	abortReason() string
+}
+
 // exit is how the harness process ended.
 type exit struct {
+	// aborted, when non-empty, says why the bridge stopped the process
+	// (aborter): the turn failed.
+	aborted string
 	// cancelled: the caller cancelled the turn and the bridge killed the
 	// process group.
 	cancelled bool

@@ -415,7 +415,7 @@ func TestClaudeProfileMaterialized(t *testing.T) {
 			"bash":     {Patterns: map[string]profile.PermissionValue{"git *": profile.Allow}},
 			"webfetch": {Value: profile.Deny},
 		},
-		MCP: map[string]profile.MCPServer{"probe": {Command: profile.Ptr("agentrt-no-such-mcp-server")}},
+		MCP: map[string]profile.MCPServer{"probe": {Command: profile.Ptr(buildMCPProbe(t))}},
 	}
 	env, err := p.Create(context.Background(), &contract.CreateInput{Profile: profile.Ref{Inline: pr}})
 	if err != nil {
@@ -449,10 +449,9 @@ func TestClaudeProfileMaterialized(t *testing.T) {
 	}
 	name, _ := servers.Items()[0].Get("name")
 	status, _ := servers.Items()[0].Get("status")
-	if name.Str() != "probe" {
-		t.Errorf("init mcp server %v", servers.Items()[0])
+	if name.Str() != "probe" || status.Str() != "connected" {
+		t.Errorf("init mcp server %v, want probe connected", servers.Items()[0])
 	}
-	t.Logf("claude reports the mounted MCP server %q as %q", name.Str(), status.Str())
 	rc := env.(*Environment).Turns()[0].Receipt
 	if !slices.Equal(rc.Applied.AllowedTools, []string{"Bash(git *)"}) || !slices.Equal(rc.Applied.DisallowedTools, []string{"WebFetch"}) ||
 		!slices.Equal(rc.Applied.MCPServers, []string{"probe"}) || len(rc.Files) != 1 || rc.Applied.SystemPromptDigest == "" {

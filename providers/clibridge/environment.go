@@ -196,6 +196,10 @@ func (e *Environment) StreamOwned(ctx context.Context, in *contract.TurnInput) i
 			procCtx, stop = context.WithTimeoutCause(ctx, spec.timeout, errTurnTimeout)
 			defer stop()
 		}
+		// A line that shows the turn cannot run as declared stops it
+		// (aborter), failed rather than cancelled.
+		procCtx, abort := context.WithCancelCause(procCtx)
+		defer abort(nil)
 		d := st.p.cfg.driver
 		pl, err := d.materialize(spec)
 		if err != nil {
@@ -255,11 +259,21 @@ func (e *Environment) StreamOwned(ctx context.Context, in *contract.TurnInput) i
 				h.onLine(line)
 			}
 			emit(n.line(line))
+			if a, ok := n.(aborter); ok {
+				if why := a.abortReason(); why != "" {
+					abort(&turnAborted{why: why})
+				}
+			}
 			lw, ok := n.(lastWorder)
 			return ok && lw.said()
 		})
-		if x.cancelled && ctx.Err() == nil && errors.Is(context.Cause(procCtx), errTurnTimeout) {
+		var aborted *turnAborted
+		switch cause := context.Cause(procCtx); {
+		case !x.cancelled || ctx.Err() != nil:
+		case errors.Is(cause, errTurnTimeout):
 			x.cancelled, x.timedOut = false, spec.timeout
+		case errors.As(cause, &aborted):
+			x.cancelled, x.aborted = false, aborted.why
 		}
 		if h.onExit != nil {
 			h.onExit(x)
@@ -271,6 +285,12 @@ func (e *Environment) StreamOwned(ctx context.Context, in *contract.TurnInput) i
 		st.mu.Unlock()
 	}
 }
+
+// turnAborted is the cause of a turn the bridge stopped because a line
+// showed it cannot run as the profile declared (aborter).
+type turnAborted struct{ why string }
+
+func (e *turnAborted) Error() string { return "clibridge: turn stopped: " + e.why }
 
 // admit checks one turn and reserves the environment for it.
 func (st *envState) admit(in *contract.TurnInput) (*turnSpec, error) {

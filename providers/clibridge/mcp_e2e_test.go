@@ -381,33 +381,49 @@ func TestMCPServerSlowToStart(t *testing.T) {
 	}
 }
 
-// A profile's MCP server that cannot start fails codex's turn (the
-// server is required): the turn ends failed, without a model call,
-// rather than running without what the profile declared.
-func TestCodexMCPServerThatCannotStartFailsTheTurn(t *testing.T) {
-	clitest.Codex(t)
-	f := newFakeServer(t, openAIAPI{}, mcpScript("probe_echo", "mcp__dead", "never"))
-	dead := "/bin/false"
-	pr := &profile.Profile{Model: &profile.ModelHints{Default: profile.Ptr("gpt-e2e-1")},
-		MCP: map[string]profile.MCPServer{"dead": {Command: &dead}}}
-	env := newTestEnv(t, newCodexProvider(t, f), pr)
-	var evs []contract.EnvironmentEvent
-	var streamErr error
-	for ev, err := range env.(*Environment).StreamOwned(context.Background(), &contract.TurnInput{Prompt: profile.Ptr("use the probe")}) {
-		if err != nil {
-			streamErr = err
-			break
-		}
-		evs = append(evs, ev)
-	}
-	kind := contract.TerminalKind("")
-	if len(evs) > 0 {
-		kind, _ = contract.EnvironmentEventTerminal(evs[len(evs)-1])
-	}
-	if streamErr != nil || kind != contract.TerminalFailed {
-		t.Fatalf("the turn ended %q (stream error %v, events %v), want failed", kind, streamErr, eventTypes(evs))
-	}
-	if n := len(f.messages()); n != 0 {
-		t.Errorf("%d model calls, want none: the turn must not run without the server", n)
+// A profile's MCP server that cannot start fails the turn rather than
+// letting it run without what the profile declared: codex because the
+// server is required (no model call at all), claude-code because the
+// bridge stops it when its init line reports the server not connected
+// (the failure names the server).
+func TestMCPServerThatCannotStartFailsTheTurn(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		api     fakeAPI
+		prov    func(testing.TB, *fakeServer) *Provider
+		skip    func(testing.TB) string
+		model   string
+		noCalls bool
+	}{
+		{name: "claude-code", api: anthropicAPI{}, prov: newClaudeProvider, skip: clitest.Claude, model: "claude-e2e-1"},
+		{name: "codex", api: openAIAPI{}, prov: newCodexProvider, skip: clitest.Codex, model: "gpt-e2e-1", noCalls: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.skip(t)
+			f := newFakeServer(t, tc.api, func(fakeRequest) fakeReply { return fakeReply{Text: "ran without the server", In: 3, Out: 2} })
+			dead := "/bin/false"
+			pr := &profile.Profile{Model: &profile.ModelHints{Default: profile.Ptr(tc.model)},
+				MCP: map[string]profile.MCPServer{"dead": {Command: &dead}}}
+			env := newTestEnv(t, tc.prov(t, f), pr)
+			var evs []contract.EnvironmentEvent
+			for ev, err := range env.(*Environment).StreamOwned(context.Background(), &contract.TurnInput{Prompt: profile.Ptr("use the server")}) {
+				if err != nil {
+					t.Fatalf("stream: %v", err)
+				}
+				evs = append(evs, ev)
+			}
+			last := evs[len(evs)-1]
+			if kind, _ := contract.EnvironmentEventTerminal(last); kind != contract.TerminalFailed {
+				t.Fatalf("the turn ended %q (events %v), want failed", kind, eventTypes(evs))
+			}
+			if n := len(f.messages()); tc.noCalls && n != 0 {
+				t.Errorf("%d model calls, want none: the turn must not run without the server", n)
+			}
+			if tc.name == "claude-code" {
+				if d := last.Normalized; d == nil || d.Status == nil || d.Status.Detail == nil || !strings.Contains(*d.Status.Detail, `MCP server "dead" did not connect`) {
+					t.Errorf("the failure does not name the server: %+v", last.Normalized)
+				}
+			}
+		})
 	}
 }

@@ -269,6 +269,8 @@ func zeroOrAbsent(n *int64) bool { return n == nil || *n == 0 }
 // describe says how the process exited.
 func (x exit) describe() string {
 	switch {
+	case x.aborted != "":
+		return "stopped by the bridge: " + x.aborted
 	case x.timedOut > 0:
 		return "killed when the turn's timeout of " + x.timedOut.String() + " elapsed"
 	case x.lingered > 0:
