@@ -85,7 +85,7 @@ Exit status: 0 when the run is cancelled (or the request is recorded and
 				effect, r, err = kernel.RequestCancel(sctx, s, args[0], reason, time.Now())
 			}
 			if errors.Is(err, store.ErrNotFound) {
-				return &exitError{code: ExitFailed, err: fmt.Errorf("no run %q in the store (agentrt runs list shows the recorded runs)", args[0])}
+				return noStoredRun(args[0])
 			}
 			if err != nil {
 				if asJSON {

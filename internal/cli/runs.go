@@ -358,7 +358,7 @@ func newRunsShowCmd(stdio IO) *cobra.Command {
 			defer s.Close()
 			r, err := kernel.ReadRun(cmd.Context(), s, args[0])
 			if errors.Is(err, store.ErrNotFound) {
-				return &exitError{code: ExitFailed, err: fmt.Errorf("no run %q in the store (agentrt runs list shows the recorded runs)", args[0])}
+				return noStoredRun(args[0])
 			}
 			if err != nil {
 				return &exitError{code: ExitFailed, err: err}
@@ -608,7 +608,7 @@ printed so far shows on stderr.`,
 			for {
 				events, err := s.Events(ctx, args[0], cursor, 500)
 				if errors.Is(err, store.ErrNotFound) {
-					return &exitError{code: ExitFailed, err: fmt.Errorf("no run %q in the store", args[0])}
+					return noStoredRun(args[0])
 				}
 				if err != nil {
 					return &exitError{code: ExitFailed, err: err}

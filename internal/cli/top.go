@@ -1422,6 +1422,17 @@ func (m topModel) frame() string {
 	return b.String()
 }
 
+// noStoredRun is the failure of a command given run id that the store
+// does not hold. An id that names a supervise run directory (a path
+// given where a run id goes) is told where that run is shown.
+func noStoredRun(id string) error {
+	err := fmt.Errorf("no run %q in the store (agentrt runs list shows the recorded runs)", id)
+	if isRunDirOnly(id) {
+		err = fmt.Errorf("no run %q in the store: that is a supervise run directory (agentrt top --once --run-dir %s shows it; agentrt cancel %s cancels it)", id, id, id)
+	}
+	return &exitError{code: ExitFailed, err: err}
+}
+
 // isRunDirOnly reports whether dir is a supervise run directory (it holds
 // one of runDirMarkers) and not a workspace of runs (no
 // .agent/supervisor in it).
