@@ -20,14 +20,12 @@ func TestRelayToAStalledRunSaysItDidNotAnswer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	var held []net.Conn
-	defer func() {
-		for _, c := range held {
-			c.Close()
-		}
-	}()
 	accepted := make(chan net.Conn)
+	released := make(chan struct{})
+	defer func() {
+		ln.Close() // ends the accept loop, which ends the holder
+		<-released
+	}()
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -39,8 +37,13 @@ func TestRelayToAStalledRunSaysItDidNotAnswer(t *testing.T) {
 		}
 	}()
 	go func() {
+		defer close(released)
+		var held []net.Conn
 		for c := range accepted {
 			held = append(held, c) // accepted by the kernel, never answered
+		}
+		for _, c := range held {
+			c.Close()
 		}
 	}()
 	dir := t.TempDir()
