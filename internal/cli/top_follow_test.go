@@ -152,6 +152,12 @@ func appendWorkerLog(t testing.TB, dir, s string) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		t.Fatal(err)
 	}
+	appendFile(t, path, s)
+}
+
+// appendFile appends s to the file at path, creating it.
+func appendFile(t testing.TB, path, s string) {
+	t.Helper()
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		t.Fatal(err)
@@ -224,19 +230,7 @@ func TestTopFollowWorkerLogsMatchAFreshRead(t *testing.T) {
 	check := func(step string) { t.Helper(); checkFollowIsAFreshRead(t, ctx, src, dir, step) }
 	check("a log read whole")
 	w1 := supervise.WorkerLogPath(dir, "w1")
-	appendTo := func(path, s string) {
-		t.Helper()
-		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := f.WriteString(s); err != nil {
-			t.Fatal(err)
-		}
-		if err := f.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	appendTo := func(path, s string) { t.Helper(); appendFile(t, path, s) }
 	appendTo(w1, `{"atMs":1772366400000,"kind":"spawned","node":"sup-1:s1"}`+"\n")
 	check("a second log started")
 	for i := 10; i < 500; i++ {
