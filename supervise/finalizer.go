@@ -3,6 +3,7 @@ package supervise
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/agentrt/agentrt/canonjson"
@@ -111,21 +112,32 @@ func (e *FinalizerError) Unwrap() error { return e.Err }
 // submitted result, then its delivered children in tree order. c.mu is
 // held.
 func (c *Coordinator) candidatesLocked(tree []WorkerSummary) []Candidate {
-	var out []Candidate
+	root := c.scope.Root()
+	// A nested manager's children are its candidates, not the root's.
+	candidate := func(ws *WorkerSummary) bool {
+		return ws.Delivered && ws.State == StateDone && ws.Parent == root && c.workers[ws.ID] != nil
+	}
+	n := 0
+	if c.submitted != nil {
+		n++
+	}
+	for i := range tree {
+		if candidate(&tree[i]) {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]Candidate, 0, n) // sized: a large tree's candidates are not grown
 	if s := c.submitted; s != nil {
 		out = append(out, Candidate{Node: s.Node, Submitted: true, Text: s.Text, Output: s.Output, OutRef: s.OutRef, Verdict: s.Verdict})
 	}
-	for _, ws := range tree {
-		if !ws.Delivered || ws.State != StateDone || ws.Parent != c.scope.Root() {
-			// A nested manager's children are its candidates, not the
-			// root's.
-			continue
+	for i := range tree {
+		if ws := &tree[i]; candidate(ws) {
+			w := c.workers[ws.ID]
+			out = append(out, Candidate{Node: ws.ID, Label: ws.Label, Profile: ws.Profile, Text: w.text, Output: w.output, OutRef: w.outRef, Verdict: w.verdict})
 		}
-		w := c.workers[ws.ID]
-		if w == nil {
-			continue
-		}
-		out = append(out, Candidate{Node: ws.ID, Label: ws.Label, Profile: ws.Profile, Text: w.text, Output: w.output, OutRef: w.outRef, Verdict: w.verdict})
 	}
 	return out
 }
@@ -146,7 +158,13 @@ func (c *Coordinator) finalize(ctx context.Context, cands []Candidate, tree []Wo
 	}
 	fctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	in := FinalizeInput{RunID: c.runID, Candidates: append([]Candidate(nil), cands...), Tree: append([]WorkerSummary(nil), tree...)}
+	in := FinalizeInput{RunID: c.runID, Candidates: cands, Tree: tree}
+	if c.finalizer != nil {
+		// A caller's finalizer gets copies: what it does to them changes
+		// neither the winner's lookup below nor the result's tree. The
+		// default only reads (a large tree is not copied for it).
+		in.Candidates, in.Tree = slices.Clone(cands), slices.Clone(tree)
+	}
 	got, answered := callHook(fctx, func(ctx context.Context) (NodeID, error) { return f(ctx, in) })
 	switch {
 	case !answered:

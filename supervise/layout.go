@@ -364,10 +364,11 @@ func (y *layout) held() bool {
 // resumed run that has not ended writes its state at once: state.json
 // may still hold the final status an earlier process wrote, which
 // readers take as the run's end (a request written now would be answered
-// not_live).
-func openLayout(dir, runID string, prior []Record, readout func() ledger.Readout, now func() time.Time, logger *slog.Logger) (*layout, error) {
+// not_live). noSync (benchmarks only, with the spawn journal's) writes
+// the progress log without fsyncs.
+func openLayout(dir, runID string, prior []Record, readout func() ledger.Readout, now func() time.Time, logger *slog.Logger, noSync bool) (*layout, error) {
 	path := filepath.Join(dir, ProgressFile)
-	j, err := journal.Open(path, journal.Options{MaxRecordBytes: MaxProgressRecordBytes})
+	j, err := journal.Open(path, journal.Options{MaxRecordBytes: MaxProgressRecordBytes, NoSync: noSync})
 	if err != nil {
 		return nil, fmt.Errorf("supervise: opening the progress log: %w", err)
 	}

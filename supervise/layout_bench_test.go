@@ -18,7 +18,7 @@ func BenchmarkLayoutObserve(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	y, err := openLayout(b.TempDir(), "run1", nil, pool.Readout, time.Now, slog.New(slog.DiscardHandler))
+	y, err := openLayout(b.TempDir(), "run1", nil, pool.Readout, time.Now, slog.New(slog.DiscardHandler), false)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 func TestProgressLogIsBounded(t *testing.T) {
 	dir := t.TempDir()
 	at := time.UnixMilli(1000)
-	y, err := openLayout(dir, "run1", nil, nil, func() time.Time { return at }, slog.New(slog.DiscardHandler))
+	y, err := openLayout(dir, "run1", nil, nil, func() time.Time { return at }, slog.New(slog.DiscardHandler), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestProgressBatchSkipsARecordThatDoesNotEncode(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			y, err := openLayout(dir, "run1", nil, nil, func() time.Time { return time.UnixMilli(1000) }, slog.New(slog.DiscardHandler))
+			y, err := openLayout(dir, "run1", nil, nil, func() time.Time { return time.UnixMilli(1000) }, slog.New(slog.DiscardHandler), false)
 			if err != nil {
 				t.Fatal(err)
 			}

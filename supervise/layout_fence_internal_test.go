@@ -41,7 +41,7 @@ func TestRunStateAndProgressStopOnceTheLeaseIsLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	ya, err := openLayout(dir, "run1", nil, nil, time.Now, quiet)
+	ya, err := openLayout(dir, "run1", nil, nil, time.Now, quiet, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestRunStateAndProgressStopOnceTheLeaseIsLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	yb, err := openLayout(dir, "run1", prior, nil, time.Now, quiet)
+	yb, err := openLayout(dir, "run1", prior, nil, time.Now, quiet, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,7 +45,7 @@ func TestStateSpendDollarsUnknownUnlessReported(t *testing.T) {
 				}
 			}
 			dir := t.TempDir()
-			y, err := openLayout(dir, "run1", nil, pool.Readout, time.Now, slog.New(slog.DiscardHandler))
+			y, err := openLayout(dir, "run1", nil, pool.Readout, time.Now, slog.New(slog.DiscardHandler), false)
 			if err != nil {
 				t.Fatal(err)
 			}

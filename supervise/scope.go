@@ -1041,6 +1041,25 @@ func (s *Scope) nodesFrom(from, max int) ([]NodeInfo, int) {
 	return out, end
 }
 
+// eachNode calls f with every node in admission (seq) order, under the
+// scope's lock: f reads the node in place (no copy of the tree, which a
+// run's end otherwise makes several times) and must neither keep the
+// pointer nor call the scope.
+func (s *Scope) eachNode(f func(*NodeInfo)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, n := range s.order {
+		f(&n.NodeInfo)
+	}
+}
+
+// nodeCount is how many nodes the scope admitted.
+func (s *Scope) nodeCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.order)
+}
+
 // Nodes returns every node in admission (seq) order.
 func (s *Scope) Nodes() []NodeInfo {
 	s.mu.Lock()

@@ -816,7 +816,7 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 		// The cross-process projections of the journal: state.json and
 		// progress.ndjson, and the stream logs: root-stream.jsonl and
 		// workers/<label>.ndjson (§3.6 "Supervisor run layout").
-		if log.layout, err = openLayout(runDir, runID, prior, pool.Readout, now, logger); err != nil {
+		if log.layout, err = openLayout(runDir, runID, prior, pool.Readout, now, logger, ctx.Value(unsyncedJournalKey{}) != nil); err != nil {
 			return SupervisedResult{}, err
 		}
 		log.layout.setFence(log.fence())
@@ -1358,17 +1358,15 @@ func (c *Coordinator) finish(ctx context.Context, report BrainReport, driveErr e
 	}
 
 	c.mu.Lock()
-	nodes := c.scope.Nodes()
-	if len(nodes) > 0 {
-		res.Tree = make([]WorkerSummary, 0, len(nodes))
+	if k := c.scope.nodeCount(); k > 0 {
+		res.Tree = make([]WorkerSummary, 0, k)
 	}
-	for _, n := range nodes {
-		ws := workerSummary(n, c.workers[n.ID])
+	c.scope.eachNode(func(n *NodeInfo) {
 		if n.State == StateFailed || n.State == StateCancelled || n.InDoubt || n.NeverSettled {
 			res.DownCount++
 		}
-		res.Tree = append(res.Tree, ws)
-	}
+		res.Tree = append(res.Tree, workerSummary(*n, c.workers[n.ID]))
+	})
 	cands := c.candidatesLocked(res.Tree)
 	ended := c.tripped != nil || c.abortWhy != ""
 	c.mu.Unlock()
@@ -1466,11 +1464,11 @@ func (c *Coordinator) finish(ctx context.Context, report BrainReport, driveErr e
 // in doubt) so far.
 func (c *Coordinator) downCount() int {
 	n := 0
-	for _, node := range c.scope.Nodes() {
+	c.scope.eachNode(func(node *NodeInfo) {
 		if node.State == StateFailed || node.State == StateCancelled || node.InDoubt {
 			n++
 		}
-	}
+	})
 	return n
 }
 

@@ -182,10 +182,13 @@ func (c *Coordinator) teardownsAtEnd(ctx context.Context) []UnconfirmedTeardown 
 	for _, u := range out {
 		named[u.ID] = true
 	}
-	for _, n := range c.scope.Nodes() {
-		if !n.State.Live() || n.InDoubt || named[n.ID] {
-			continue
+	var live []NodeInfo
+	c.scope.eachNode(func(n *NodeInfo) {
+		if n.State.Live() && !n.InDoubt && !named[n.ID] {
+			live = append(live, *n)
 		}
+	})
+	for _, n := range live {
 		c.mu.Lock()
 		runtime := ""
 		if w := c.workers[n.ID]; w != nil {
