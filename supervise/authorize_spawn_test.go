@@ -1,13 +1,17 @@
 package supervise_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentrt/agentrt/internal/journaltest"
 	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/supervise"
 )
@@ -88,5 +92,140 @@ func TestAuthorizeSpawnPanicOrHangRefusesPreflight(t *testing.T) {
 				t.Errorf("next spawn = %s, want root:s1", rep.Node)
 			}
 		})
+	}
+}
+
+// §3.6 authorizeSpawn is the product's awaited hook: while it decides
+// about one spawn, the run goes on. A worker that settles meanwhile is
+// settled and its settlement reaches the manager's await_event before
+// the hook answers. Before, the hook ran under the scope's lock and the
+// coordinator's spawn lock, so every settlement (and every other verb)
+// waited for it, up to DefaultAuthorizeSpawnTimeout (10 s).
+func TestAuthorizeSpawnDecidesWhileTheRunGoesOn(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	o := baseOptions(t, supervise.ExecutorFunc(func(ctx context.Context, w supervise.Work) (supervise.WorkResult, error) {
+		if w.Task == "alpha" {
+			<-entered // alpha settles while the hook decides about beta
+		}
+		return supervise.WorkResult{Text: "DONE " + w.Task, Spent: fullSpend(1)}, nil
+	}), nil)
+	o.Deliverable = doneCheck
+	o.AuthorizeSpawn = func(r supervise.SpawnRequest) error {
+		if r.Task == "beta" {
+			close(entered)
+			<-release
+		}
+		return nil
+	}
+	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: "alpha"}); err != nil {
+			return supervise.BrainReport{}, err
+		}
+		spawned := make(chan error, 1)
+		go func() {
+			_, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: "beta"})
+			spawned <- err
+		}()
+		<-entered
+		ev, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 5_000, Kinds: []string{supervise.EventSettled}})
+		once.Do(func() { close(release) })
+		if err != nil || ev.Event == nil {
+			return supervise.BrainReport{}, fmt.Errorf("while the hook decided about beta, await_event gave %+v, %v; want alpha's settlement", ev, err)
+		}
+		if err := <-spawned; err != nil {
+			return supervise.BrainReport{}, fmt.Errorf("beta's spawn: %w", err)
+		}
+		if ev, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60_000, Kinds: []string{supervise.EventSettled}}); err != nil || ev.Event == nil {
+			return supervise.BrainReport{}, fmt.Errorf("beta's settlement: %+v, %v", ev, err)
+		}
+		return supervise.BrainReport{}, nil
+	})
+	res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "ship", o)
+	if err != nil || res.Error != nil || res.Status != supervise.StatusWinner || len(res.Tree) != 2 {
+		t.Fatalf("Supervise = %+v, %v; want a winner over alpha and beta", res, err)
+	}
+}
+
+// While the hook decides, the scope may change: its fences are checked
+// again once the hook admitted. A scope aborted meanwhile refuses the
+// spawn scope-aborted, a parent settled meanwhile invalid-identity; the
+// pool is untouched either way.
+func TestAuthorizeSpawnFencesAreCheckedAgainAfterTheHook(t *testing.T) {
+	worker := ledger.Budget{Tokens: i64(10), Iterations: i64(1)}
+	root := ledger.Budget{Tokens: i64(100), Iterations: i64(10)}
+	for _, tc := range []struct {
+		name      string
+		meanwhile func(f fixture, parent supervise.NodeID)
+		want      supervise.Code
+	}{
+		{"aborted meanwhile", func(f fixture, _ supervise.NodeID) { f.scope.Abort() }, supervise.CodeScopeAborted},
+		{"parent settled meanwhile", func(f fixture, parent supervise.NodeID) {
+			if _, err := f.scope.Settle(parent, supervise.Result{State: supervise.StateDone, Spent: fullSpend(1)}); err != nil {
+				t.Error(err)
+			}
+		}, supervise.CodeInvalidIdentity},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			entered, release := make(chan struct{}), make(chan struct{})
+			f := newFixture(t, root, supervise.ScopeOptions{PerWorker: worker, AuthorizeSpawn: func(r supervise.SpawnRequest) error {
+				if r.Task == "child" {
+					close(entered)
+					<-release
+				}
+				return nil
+			}})
+			parent := f.spawn(t, supervise.SpawnRequest{Profile: "w", Task: "parent"}).Node
+			got := make(chan error, 1)
+			go func() {
+				_, err := f.scope.Spawn(supervise.SpawnRequest{Parent: parent, Profile: "w", Task: "child"})
+				got <- err
+			}()
+			<-entered
+			tc.meanwhile(f, parent)
+			after := f.pool.Readout()
+			close(release)
+			var r *supervise.Refusal
+			if err := <-got; !errors.As(err, &r) || r.Code != tc.want {
+				t.Fatalf("Spawn = %v; want refused %s", err, tc.want)
+			}
+			if d := cmp.Diff(after, f.pool.Readout()); d != "" {
+				t.Errorf("pool changed by a refused spawn (-before +after):\n%s", d)
+			}
+		})
+	}
+}
+
+// Behaviour 46 with §3.6 authorizeSpawn: a resumed run replays the
+// spawns its journal holds without asking the hook again (the process
+// that journaled them asked it); only the new spawn is asked. Before, a
+// replay asked again, and a hook that now refused (a quota, a policy
+// changed since) failed the resume ("replaying spawn of run1:s1").
+func TestAuthorizeSpawnIsNotAskedForAReplayedSpawnBehaviour46(t *testing.T) {
+	dir := t.TempDir()
+	o := baseOptions(t, newCounting(t, workerProvider(t)), sequentialManager())
+	o.RunDir = dir
+	if _, err := supervise.Supervise(context.Background(), managerProfile(t, verbs2...), "ship", o); err != nil {
+		t.Fatal(err)
+	}
+	journaltest.KeepThrough(t, dir, supervise.KindSettled, 1)
+
+	var asked []string
+	o = baseOptions(t, newCounting(t, workerProvider(t)), sequentialManager())
+	o.RunDir, o.Resume = dir, true
+	o.AuthorizeSpawn = func(r supervise.SpawnRequest) error {
+		asked = append(asked, r.Task)
+		if r.Task == "write alpha" {
+			return errors.New("alpha's quota is spent")
+		}
+		return nil
+	}
+	got, err := supervise.Supervise(context.Background(), managerProfile(t, verbs2...), "ship", o)
+	if err != nil || got.Status != supervise.StatusWinner || !got.Tree[0].Replayed {
+		t.Fatalf("resumed run = %+v, %v; want a winner with alpha replayed", got, err)
+	}
+	if d := cmp.Diff([]string{"write beta"}, asked); d != "" {
+		t.Errorf("AuthorizeSpawn asked about (-want +got):\n%s", d)
 	}
 }

@@ -519,7 +519,23 @@ func (c *Coordinator) Spawn(ctx context.Context, a SpawnArgs) (SpawnResult, erro
 	if mexec != nil {
 		runtime = RuntimeManager
 	}
-	reply, tk, err := c.admitQueued(ctx, req, doc, runtime)
+	var reply SpawnReply
+	var tk *logTicket
+	if c.scope.opts.AuthorizeSpawn != nil { // err is nil here
+		// The caller's hook decides without spawnMu: the other workers'
+		// settlements and verbs go on while it does (for up to
+		// DefaultAuthorizeSpawnTimeout). A spawn that replays a journaled
+		// one was answered above without it, and the scope checks its
+		// fences again when it admits.
+		c.spawnMu.Unlock()
+		err = c.scope.authorizeFirst(req)
+		c.spawnMu.Lock()
+	}
+	if err == nil {
+		reply, tk, err = c.admitQueued(ctx, req, doc, runtime, true)
+	} else {
+		err = c.spawnRefused(req, err)
+	}
 	c.spawnMu.Unlock()
 	if err == nil {
 		// The spawn record's place is fixed; its fsync is shared with
@@ -563,7 +579,7 @@ func (c *Coordinator) admit(ctx context.Context, req SpawnRequest, doc canonjson
 // admitAs is admit of a worker that runs on runtime: RuntimeManager,
 // journaled on its spawn record, marks a nested manager; "" any other.
 func (c *Coordinator) admitAs(ctx context.Context, req SpawnRequest, doc canonjson.Value, runtime string) (SpawnReply, error) {
-	reply, tk, err := c.admitQueued(ctx, req, doc, runtime)
+	reply, tk, err := c.admitQueued(ctx, req, doc, runtime, false)
 	if err != nil {
 		return SpawnReply{}, err
 	}
@@ -579,24 +595,35 @@ func (c *Coordinator) admitAs(ctx context.Context, req SpawnRequest, doc canonjs
 // admitQueued is admitAs up to the spawn record's place in the journal:
 // c.spawnMu is held, and the caller commits the returned ticket (nil for
 // a key's committed result, which journals nothing) with
+// spawnRefused is err, a spawn's refusal, after noting what it says of
+// the run: a pool that ran out ends the run budget-exhausted; a dollar
+// request under a root without a dollar ceiling (usd-unbudgeted) ran
+// nothing out: the fix is to budget the root, and the run's end says
+// what else happened. A nested manager's carved pool running out
+// (carve.go) is its own, not the run's.
+func (c *Coordinator) spawnRefused(req SpawnRequest, err error) error {
+	var r *Refusal
+	if errors.As(err, &r) && r.Code == CodeBudgetExhausted && !c.scope.carvedFor(req.Parent) {
+		c.mu.Lock()
+		c.exhausted = true
+		c.mu.Unlock()
+	}
+	return err
+}
+
 // commitAdmitted once it released spawnMu, so the journal's order is the
 // scope's while concurrent spawns and settlements share fsyncs.
-func (c *Coordinator) admitQueued(ctx context.Context, req SpawnRequest, doc canonjson.Value, runtime string) (SpawnReply, *logTicket, error) {
-	reply, err := c.scope.Spawn(req)
+//
+// authorized says the caller already had the request through
+// Scope.authorizeFirst (AuthorizeSpawn is not asked again).
+func (c *Coordinator) admitQueued(ctx context.Context, req SpawnRequest, doc canonjson.Value, runtime string, authorized bool) (SpawnReply, *logTicket, error) {
+	admit := c.scope.Spawn
+	if authorized {
+		admit = c.scope.admit
+	}
+	reply, err := admit(req)
 	if err != nil {
-		// A pool that ran out ends the run budget-exhausted; a dollar
-		// request under a root without a dollar ceiling
-		// (usd-unbudgeted) ran nothing out: the fix is to budget the
-		// root, and the run's end says what else happened.
-		// A nested manager's carved pool running out (carve.go) is its
-		// own, not the run's.
-		var r *Refusal
-		if errors.As(err, &r) && r.Code == CodeBudgetExhausted && !c.scope.carvedFor(req.Parent) {
-			c.mu.Lock()
-			c.exhausted = true
-			c.mu.Unlock()
-		}
-		return SpawnReply{}, nil, err
+		return SpawnReply{}, nil, c.spawnRefused(req, err)
 	}
 	if reply.Resumed == ResumedCompleted {
 		return reply, nil, nil
@@ -1913,7 +1940,9 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 				}
 				req.Authored = p
 			}
-			reply, err := c.scope.Spawn(req)
+			// Admitted by the process that journaled it: AuthorizeSpawn
+			// is not asked again.
+			reply, err := c.scope.admit(req)
 			if err != nil {
 				return &ResumeError{RunDir: c.log.dir, Reason: "replaying spawn of " + string(r.Node), Err: err}
 			}

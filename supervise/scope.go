@@ -67,14 +67,17 @@ type ScopeOptions struct {
 	// name (an empty request model defers to the profile and passes).
 	AllowedModels []string
 	// AuthorizeSpawn, when set, may refuse a request by returning an
-	// error (preflight-refused, cause "not-authorized"). It runs with the
-	// scope locked and must not call back into the scope. A hook that
+	// error (preflight-refused, cause "not-authorized"). It runs after
+	// fences 1–6 of Spawn, without the scope's lock (settlements go on
+	// while it decides; the fences are checked again after it), and is
+	// not asked again for a spawn a resumed run replays. A hook that
 	// panics, or does not answer within DefaultAuthorizeSpawnTimeout,
 	// refuses (its detail says which).
 	AuthorizeSpawn func(SpawnRequest) error
 	// Preflight, when set, may refuse a request by returning an error
-	// (preflight-refused, cause "preflight"). Same rules as
-	// AuthorizeSpawn.
+	// (preflight-refused, cause "preflight"), after AuthorizeSpawn. It
+	// runs with the scope locked: it must answer at once and must not
+	// call back into the scope.
 	Preflight func(SpawnRequest) error
 	// Now replaces time.Now for the deadline of a nested manager's
 	// carved pool (carve.go), which is the run pool's.
@@ -353,14 +356,14 @@ func New(pool *ledger.Pool, opts ScopeOptions) (*Scope, error) {
 // not answered by then refuses the spawn.
 const DefaultAuthorizeSpawnTimeout = 10 * time.Second
 
-// authorizeLocked asks AuthorizeSpawn h about req through callHook,
+// authorize asks AuthorizeSpawn h about req through callHook,
 // bounded by DefaultAuthorizeSpawnTimeout: the refusal's detail (and the
 // hook's error, when it returned one), or "" when h admitted req. A
 // panic, or no answer in time, refuses: a hook is the product's, and
-// neither its panic nor its hang may become the run's (the scope's lock
-// is held for at most the bound; a hook that never answers is left to
-// return into a buffer nobody reads).
-func (s *Scope) authorizeLocked(h func(SpawnRequest) error, req SpawnRequest) (string, error) {
+// neither its panic nor its hang may become the run's (no lock is held
+// while it runs; a hook that never answers is left to return into a
+// buffer nobody reads).
+func (s *Scope) authorize(h func(SpawnRequest) error, req SpawnRequest) (string, error) {
 	d := s.authorizeTimeout
 	if d <= 0 {
 		d = DefaultAuthorizeSpawnTimeout
@@ -453,13 +456,59 @@ type canonical struct {
 //
 // An admitted node is pending with id "<parent>:s<seq>".
 func (s *Scope) Spawn(req SpawnRequest) (SpawnReply, error) {
+	if err := s.authorizeFirst(req); err != nil {
+		return SpawnReply{}, err
+	}
+	return s.admit(req)
+}
+
+// authorizeFirst is Spawn's first half, for a caller that admits the
+// request later in an order of its own (the Coordinator holds spawnMu
+// only for the admission): fences 1–6, then AuthorizeSpawn. The hook
+// decides without the scope's lock, so settlements and the other verbs
+// go on meanwhile (as the reference's awaited hook lets them); admit
+// checks the fences again. It returns the refusal, or nil for a request
+// that goes on to admit — a key's completed result too, which admit
+// answers again without asking the hook.
+func (s *Scope) authorizeFirst(req SpawnRequest) error {
+	h := s.opts.AuthorizeSpawn
+	if h == nil {
+		return nil
+	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	a, _, err := s.fencesLocked(&req)
+	s.mu.Unlock()
+	if !a.admit {
+		return err
+	}
+	if detail, err := s.authorize(h, req); detail != "" {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.refuse(CodePreflightRefused, "not-authorized", detail, err)
+	}
+	return nil
+}
+
+// admission is what the fences of a spawn request found: whether it may
+// go on to the budget, and what the admission needs.
+type admission struct {
+	admit    bool
+	depth    int
+	canon    string
+	prior    *node
+	resumeOf NodeID
+}
+
+// fencesLocked checks fences 1–6 of Spawn against req, normalizing it
+// (its parent, its continuity's spelling); s.mu is held. Unless the
+// admission says admit, the reply and error are Spawn's answer: a
+// refusal, or a key's completed result.
+func (s *Scope) fencesLocked(req *SpawnRequest) (admission, SpawnReply, error) {
 	if s.closed {
-		return SpawnReply{}, s.refuse(CodeScopeSettled, "", "the driver already returned", nil)
+		return admission{}, SpawnReply{}, s.refuse(CodeScopeSettled, "", "the driver already returned", nil)
 	}
 	if s.aborted {
-		return SpawnReply{}, s.refuse(CodeScopeAborted, "", "this run stopped admitting work (it was aborted); no further worker can start", nil)
+		return admission{}, SpawnReply{}, s.refuse(CodeScopeAborted, "", "this run stopped admitting work (it was aborted); no further worker can start", nil)
 	}
 
 	// 2. identity.
@@ -470,41 +519,41 @@ func (s *Scope) Spawn(req SpawnRequest) (SpawnReply, error) {
 	if req.Parent != s.root {
 		p, ok := s.nodes[req.Parent]
 		if !ok {
-			return SpawnReply{}, s.refuse(CodeInvalidIdentity, "unknown-parent", "no node "+strconv.Quote(string(req.Parent))+" exists in this run to spawn under", nil)
+			return admission{}, SpawnReply{}, s.refuse(CodeInvalidIdentity, "unknown-parent", "no node "+strconv.Quote(string(req.Parent))+" exists in this run to spawn under", nil)
 		}
 		if !p.live() {
-			return SpawnReply{}, s.refuse(CodeInvalidIdentity, "parent-not-live", "node "+string(req.Parent)+" has settled, so it cannot take children", nil)
+			return admission{}, SpawnReply{}, s.refuse(CodeInvalidIdentity, "parent-not-live", "node "+string(req.Parent)+" has settled, so it cannot take children", nil)
 		}
 		depth = p.Depth + 1
 	}
 	if req.Profile == "" {
-		return SpawnReply{}, s.refuse(CodeInvalidIdentity, "no-profile", "a spawn must name the profile its worker runs", nil)
+		return admission{}, SpawnReply{}, s.refuse(CodeInvalidIdentity, "no-profile", "a spawn must name the profile its worker runs", nil)
 	}
 	if !validName(req.Label) || !validName(req.Key) || !validName(req.Profile) {
-		return SpawnReply{}, s.refuse(CodeInvalidIdentity, "control-characters", "label, key and profile must be printable", nil)
+		return admission{}, SpawnReply{}, s.refuse(CodeInvalidIdentity, "control-characters", "label, key and profile must be printable", nil)
 	}
 	if len(req.Label) > MaxSpawnName || len(req.Key) > MaxSpawnName || len(req.Profile) > MaxSpawnName {
-		return SpawnReply{}, s.refuse(CodeInvalidIdentity, "too-long", "label, key and profile must be at most "+strconv.Itoa(MaxSpawnName)+" bytes", nil)
+		return admission{}, SpawnReply{}, s.refuse(CodeInvalidIdentity, "too-long", "label, key and profile must be at most "+strconv.Itoa(MaxSpawnName)+" bytes", nil)
 	}
 	if len(req.Task) > MaxSpawnTask || !utf8.ValidString(req.Task) {
-		return SpawnReply{}, s.refuse(CodePreflightRefused, "invalid-task",
+		return admission{}, SpawnReply{}, s.refuse(CodePreflightRefused, "invalid-task",
 			"a task must be valid UTF-8 of at most "+strconv.Itoa(MaxSpawnTask)+" bytes; this one has "+strconv.Itoa(len(req.Task)), nil)
 	}
 	if s.allowed != nil && req.Model != "" && !s.allowed[req.Model] {
-		return SpawnReply{}, s.refuse(CodeInvalidIdentity, "model-not-allowed", "model "+strconv.Quote(req.Model)+" is not among this run's allowed models", nil)
+		return admission{}, SpawnReply{}, s.refuse(CodeInvalidIdentity, "model-not-allowed", "model "+strconv.Quote(req.Model)+" is not among this run's allowed models", nil)
 	}
 	if req.Continuity == continuityFreshWord {
 		req.Continuity = ContinuityFresh // spawn_worker's schema spells the default
 	}
 	if req.Continuity != ContinuityFresh && req.Continuity != ContinuityResume {
-		return SpawnReply{}, s.refuse(CodeInvalidIdentity, "continuity", "continuity "+strconv.Quote(string(req.Continuity))+" is neither fresh nor resume", nil)
+		return admission{}, SpawnReply{}, s.refuse(CodeInvalidIdentity, "continuity", "continuity "+strconv.Quote(string(req.Continuity))+" is neither fresh nor resume", nil)
 	}
 	// A resume under a key is refused by the request alone, before the
 	// key is looked up: otherwise a key used before would answer
 	// key-conflict (its continuity differs) for what is a continuity
 	// refusal (§3.6: continuity is resolved before the assignment id).
 	if req.Continuity == ContinuityResume && req.Key != "" {
-		return SpawnReply{}, s.refuse(CodeResumeWithKey, "", "a resume re-attaches to a settled worker; keys name fresh work", nil)
+		return admission{}, SpawnReply{}, s.refuse(CodeResumeWithKey, "", "a resume re-attaches to a settled worker; keys name fresh work", nil)
 	}
 
 	// 3. the key.
@@ -513,7 +562,7 @@ func (s *Scope) Spawn(req SpawnRequest) (SpawnReply, error) {
 	if req.Key != "" {
 		b, err := json.Marshal(canonical{req.Parent, req.Label, req.Profile + req.ProfileDigest, req.Model, req.Task, req.Budget, req.Continuity})
 		if err != nil {
-			return SpawnReply{}, s.refuse(CodePreflightRefused, "invalid-request", err.Error(), err)
+			return admission{}, SpawnReply{}, s.refuse(CodePreflightRefused, "invalid-request", err.Error(), err)
 		}
 		canon = string(b)
 		if k, ok := s.keys[managerKey{req.Parent, req.Key}]; ok {
@@ -522,14 +571,14 @@ func (s *Scope) Spawn(req SpawnRequest) (SpawnReply, error) {
 			// (the reference's scope.ts spawn checks it first too).
 			switch {
 			case k.InDoubt || k.NeverSettled:
-				return SpawnReply{}, s.refuse(CodeInDoubt, "", string(k.ID)+" started without a terminal receipt", nil)
+				return admission{}, SpawnReply{}, s.refuse(CodeInDoubt, "", string(k.ID)+" started without a terminal receipt", nil)
 			case k.canon != canon:
-				return SpawnReply{}, s.refuse(CodeKeyConflict, "", "key "+req.Key+" was used by "+string(k.ID)+" with a different request; use a new key for different work", nil)
+				return admission{}, SpawnReply{}, s.refuse(CodeKeyConflict, "", "key "+req.Key+" was used by "+string(k.ID)+" with a different request; use a new key for different work", nil)
 			case k.live():
-				return SpawnReply{}, s.refuse(CodeDuplicateKey, "", "worker "+string(k.ID)+" under this key is still live; wait for it to settle, or use a different key for different work", nil)
+				return admission{}, SpawnReply{}, s.refuse(CodeDuplicateKey, "", "worker "+string(k.ID)+" under this key is still live; wait for it to settle, or use a different key for different work", nil)
 			case k.State == StateDone:
 				st := *k.Settlement
-				return SpawnReply{Node: k.ID, Seq: k.Seq, Assignment: "key:" + req.Key, Reserved: k.Reserved,
+				return admission{}, SpawnReply{Node: k.ID, Seq: k.Seq, Assignment: "key:" + req.Key, Reserved: k.Reserved,
 					Resumed: ResumedCompleted, ResumeOf: k.ResumeOf, Settlement: &st, Live: s.live, FreeSlots: s.freeSlotsLocked()}, nil
 			default:
 				prior = k
@@ -541,12 +590,12 @@ func (s *Scope) Spawn(req SpawnRequest) (SpawnReply, error) {
 	// that journaled it, whose live count left out the workers it had
 	// found in doubt, which a replay counts live until it ends.
 	if s.opts.MaxLiveWorkers > 0 && s.live >= s.opts.MaxLiveWorkers && !s.replaying {
-		return SpawnReply{}, s.refuse(CodeMaxLiveWorkers, "", strconv.Itoa(s.live)+" of this run's "+strconv.Itoa(s.opts.MaxLiveWorkers)+" worker slots are taken; wait for a worker to settle before spawning another", nil)
+		return admission{}, SpawnReply{}, s.refuse(CodeMaxLiveWorkers, "", strconv.Itoa(s.live)+" of this run's "+strconv.Itoa(s.opts.MaxLiveWorkers)+" worker slots are taken; wait for a worker to settle before spawning another", nil)
 	}
 
 	// 5. depth.
 	if s.opts.MaxDepth > 0 && depth > s.opts.MaxDepth {
-		return SpawnReply{}, s.refuse(CodeDepthExceeded, "", "this worker would sit at depth "+strconv.Itoa(depth)+", past the run's maxDepth "+strconv.Itoa(s.opts.MaxDepth)+"; a worker at the deepest level cannot start children of its own", nil)
+		return admission{}, SpawnReply{}, s.refuse(CodeDepthExceeded, "", "this worker would sit at depth "+strconv.Itoa(depth)+", past the run's maxDepth "+strconv.Itoa(s.opts.MaxDepth)+"; a worker at the deepest level cannot start children of its own", nil)
 	}
 
 	// 6. continuity.
@@ -557,7 +606,7 @@ func (s *Scope) Spawn(req SpawnRequest) (SpawnReply, error) {
 			if l.live > 0 {
 				for _, n := range slices.Backward(l.nodes) {
 					if n.live() {
-						return SpawnReply{}, s.refuse(CodeResumeWhileLive, "", string(n.ID)+" is live; steer it instead", nil)
+						return admission{}, SpawnReply{}, s.refuse(CodeResumeWhileLive, "", string(n.ID)+" is live; steer it instead", nil)
 					}
 				}
 			}
@@ -566,16 +615,26 @@ func (s *Scope) Spawn(req SpawnRequest) (SpawnReply, error) {
 			}
 		}
 		if resumeOf == "" {
-			return SpawnReply{}, s.refuse(CodeResumeNoPrior, "", "no settled worker labelled "+label, nil)
+			return admission{}, SpawnReply{}, s.refuse(CodeResumeNoPrior, "", "no settled worker labelled "+label, nil)
 		}
 	}
 
-	// 7. authorization and preflight.
-	if h := s.opts.AuthorizeSpawn; h != nil {
-		if detail, err := s.authorizeLocked(h, req); detail != "" {
-			return SpawnReply{}, s.refuse(CodePreflightRefused, "not-authorized", detail, err)
-		}
+	return admission{depth: depth, canon: canon, prior: prior, resumeOf: resumeOf, admit: true}, SpawnReply{}, nil
+}
+
+// admit is Spawn after authorizeFirst: the fences again, Preflight, and
+// the budget. A replayed spawn comes here directly: the process that
+// journaled it asked AuthorizeSpawn.
+func (s *Scope) admit(req SpawnRequest) (SpawnReply, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, reply, err := s.fencesLocked(&req)
+	if !a.admit {
+		return reply, err
 	}
+	depth, canon, prior, resumeOf := a.depth, a.canon, a.prior, a.resumeOf
+
+	// 7. preflight (AuthorizeSpawn answered before: Spawn).
 	if h := s.opts.Preflight; h != nil {
 		if err := h(req); err != nil {
 			return SpawnReply{}, s.refuse(CodePreflightRefused, "preflight", err.Error(), err)
@@ -614,7 +673,7 @@ func (s *Scope) Spawn(req SpawnRequest) (SpawnReply, error) {
 	l := s.labelledOf(n)
 	l.nodes = append(l.nodes, n)
 	l.live++
-	reply := SpawnReply{Node: n.ID, Seq: n.Seq, Reserved: budget, ResumeOf: resumeOf}
+	reply = SpawnReply{Node: n.ID, Seq: n.Seq, Reserved: budget, ResumeOf: resumeOf}
 	if req.Key != "" {
 		s.keys[managerKey{req.Parent, req.Key}] = n
 		reply.Assignment = "key:" + req.Key
