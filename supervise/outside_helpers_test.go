@@ -56,7 +56,6 @@ func outsideWorkerProfile(t *testing.T, name, model string) *profile.Profile {
 	return outsideProfile(t, `{"name": "`+name+`", "harness": "cli-base", "model": {"default": "`+model+`"}}`)
 }
 
-
 // outsideWorkers is an executor whose workers each wait until the scenario
 // releases them (by task) with what they are to return. A worker records
 // that it started, so a scenario can wait for it without sleeping.
