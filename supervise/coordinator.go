@@ -582,7 +582,7 @@ func (c *Coordinator) admitAs(ctx context.Context, req SpawnRequest, doc canonjs
 // commitAdmitted once it released spawnMu, so the journal's order is the
 // scope's while concurrent spawns and settlements share fsyncs.
 func (c *Coordinator) admitQueued(ctx context.Context, req SpawnRequest, doc canonjson.Value, runtime string) (SpawnReply, *logTicket, error) {
-	reply, err := c.scope.Spawn(req)
+	reply, err := c.scope.SpawnContext(ctx, req)
 	if err != nil {
 		// A pool that ran out ends the run budget-exhausted; a dollar
 		// request under a root without a dollar ceiling

@@ -64,6 +64,9 @@ type outsideWorkers struct {
 	calls   map[string]int
 	started map[string]chan supervise.Work
 	release map[string]chan outsideOutcome
+	// done is closed when the scenario ends: a worker that ignores its
+	// context returns then, not before.
+	done chan struct{}
 }
 
 type outsideOutcome struct {
@@ -82,6 +85,7 @@ func newOutsideWorkers() *outsideWorkers {
 		calls:   map[string]int{},
 		started: map[string]chan supervise.Work{},
 		release: map[string]chan outsideOutcome{},
+		done:    make(chan struct{}),
 	}
 }
 
@@ -113,7 +117,7 @@ func (o *outsideWorkers) Execute(ctx context.Context, w supervise.Work) (supervi
 			out.res.Text += out.ask(ctx, w)
 		}
 		if out.ignoreCtx {
-			<-release // never sent: this worker never acknowledges teardown
+			<-o.done // this worker never acknowledges its teardown
 		}
 		return out.res, out.err
 	case <-ctx.Done():
@@ -187,6 +191,7 @@ type outsideRun struct {
 func newOutsideRun(t *testing.T) *outsideRun {
 	t.Helper()
 	w := newOutsideWorkers()
+	t.Cleanup(func() { close(w.done) })
 	return &outsideRun{t: t, workers: w, opts: supervise.Options{
 		Budget:      ledger.Budget{Tokens: i64(10_000), Iterations: i64(10), MicroUSD: i64(1_000_000)},
 		PerWorker:   ledger.Budget{Tokens: i64(1_000), Iterations: i64(1), MicroUSD: i64(10_000)},

@@ -69,8 +69,9 @@ type ScopeOptions struct {
 	// AuthorizeSpawn, when set, may refuse a request by returning an
 	// error (preflight-refused, cause "not-authorized"). It runs with the
 	// scope locked and must not call back into the scope. A hook that
-	// panics, or does not answer within DefaultAuthorizeSpawnTimeout,
-	// refuses (its detail says which).
+	// panics, or does not answer within DefaultAuthorizeSpawnTimeout (or
+	// before the context SpawnContext was given ends), refuses (its
+	// detail says which).
 	AuthorizeSpawn func(SpawnRequest) error
 	// Preflight, when set, may refuse a request by returning an error
 	// (preflight-refused, cause "preflight"). Same rules as
@@ -354,21 +355,25 @@ func New(pool *ledger.Pool, opts ScopeOptions) (*Scope, error) {
 const DefaultAuthorizeSpawnTimeout = 10 * time.Second
 
 // authorizeLocked asks AuthorizeSpawn h about req through callHook,
-// bounded by DefaultAuthorizeSpawnTimeout: the refusal's detail (and the
-// hook's error, when it returned one), or "" when h admitted req. A
-// panic, or no answer in time, refuses: a hook is the product's, and
-// neither its panic nor its hang may become the run's (the scope's lock
-// is held for at most the bound; a hook that never answers is left to
-// return into a buffer nobody reads).
-func (s *Scope) authorizeLocked(h func(SpawnRequest) error, req SpawnRequest) (string, error) {
+// bounded by DefaultAuthorizeSpawnTimeout and by the spawn's ctx: the
+// refusal's detail (and the hook's error, when it returned one), or ""
+// when h admitted req. A panic, or no answer in time, refuses: a hook is
+// the product's, and neither its panic nor its hang may become the run's
+// (the scope's lock is held for at most the bound, and no longer than the
+// spawning manager's context: a run cancelled, stopped or out of time
+// does not wait out the hook; a hook that never answers is left to return
+// into a buffer nobody reads).
+func (s *Scope) authorizeLocked(ctx context.Context, h func(SpawnRequest) error, req SpawnRequest) (string, error) {
 	d := s.authorizeTimeout
 	if d <= 0 {
 		d = DefaultAuthorizeSpawnTimeout
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), d)
+	hctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	a, answered := callHook(ctx, func(context.Context) (struct{}, error) { return struct{}{}, h(req) })
+	a, answered := callHook(hctx, func(context.Context) (struct{}, error) { return struct{}{}, h(req) })
 	switch {
+	case !answered && ctx.Err() != nil:
+		return fmt.Sprintf("the spawn ended before the authorization hook answered: %v", context.Cause(ctx)), ctx.Err()
 	case !answered:
 		return fmt.Sprintf("the authorization hook did not answer within %s", d), nil
 	case a.panic != nil:
@@ -453,6 +458,14 @@ type canonical struct {
 //
 // An admitted node is pending with id "<parent>:s<seq>".
 func (s *Scope) Spawn(req SpawnRequest) (SpawnReply, error) {
+	return s.SpawnContext(context.Background(), req)
+}
+
+// SpawnContext is Spawn for a spawning manager whose ctx bounds the wait
+// for AuthorizeSpawn: a hook still deciding when ctx ends refuses the
+// spawn (preflight-refused, not-authorized) at once instead of holding the
+// scope until DefaultAuthorizeSpawnTimeout.
+func (s *Scope) SpawnContext(ctx context.Context, req SpawnRequest) (SpawnReply, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -572,7 +585,7 @@ func (s *Scope) Spawn(req SpawnRequest) (SpawnReply, error) {
 
 	// 7. authorization and preflight.
 	if h := s.opts.AuthorizeSpawn; h != nil {
-		if detail, err := s.authorizeLocked(h, req); detail != "" {
+		if detail, err := s.authorizeLocked(ctx, h, req); detail != "" {
 			return SpawnReply{}, s.refuse(CodePreflightRefused, "not-authorized", detail, err)
 		}
 	}
