@@ -115,6 +115,9 @@ func (o *outsideWorkers) Execute(ctx context.Context, w supervise.Work) (supervi
 	case out := <-release:
 		if out.ask != nil {
 			out.res.Text += out.ask(ctx, w)
+			if ctx.Err() != nil {
+				return out.res, ctx.Err() // cancelled while asking
+			}
 		}
 		if out.ignoreCtx {
 			<-o.done // this worker never acknowledges its teardown

@@ -376,3 +376,63 @@ func TestOutsideRootAskParent(t *testing.T) {
 		})
 	}
 }
+
+// A run cut (its caller's context cancelled) while a worker's blocks-run
+// question is open, then resumed on the same run dir: the question's asker
+// is gone, so the resumed manager lists it expired, and it does not hold
+// stop; the worker's key is retried (behaviour 44), not in doubt.
+func TestOutsideResumeWithOpenQuestion(t *testing.T) {
+	r := newOutsideRun(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var asker supervise.NodeID
+	res1, err := r.driveCtx(ctx, func(ctx context.Context, c *supervise.Coordinator) error {
+		sp, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "w", Task: "ask", Key: "k"})
+		if err != nil {
+			return err
+		}
+		asker = sp.WorkerID
+		r.workers.waitStarted(t, "ask")
+		r.workers.finishWith("ask", outsideOutcome{res: supervise.WorkResult{Spent: outsideSpent(100)}, ask: askAndReport(supervise.UrgencyBlocksRun)})
+		if _, err := awaitKind(ctx, c, supervise.EventQuestion); err != nil {
+			return err
+		}
+		cancel() // the host goes away with the question open
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	if err != nil {
+		t.Fatalf("first Supervise: %v", err)
+	}
+	if res1.Reason != supervise.ReasonAborted {
+		t.Fatalf("first run = %s %s, want aborted", res1.Status, res1.Reason)
+	}
+
+	r2 := newOutsideRun(t)
+	r2.opts.RunDir, r2.opts.Resume = r.opts.RunDir, true
+	_, err = r2.drive(func(ctx context.Context, c *supervise.Coordinator) error {
+		l := c.ListQuestions()
+		if len(l.Questions) != 1 || l.Questions[0].From != asker || l.Questions[0].Status != "expired" {
+			t.Errorf("resumed list_questions = %+v, want the question from %s expired", l, asker)
+		}
+		sp, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "w", Task: "ask", Key: "k"})
+		if err != nil || sp.Resumed != supervise.ResumedRetried || sp.PriorWorker != asker {
+			t.Errorf("resumed spawn of the asker's key = %+v, %v; want retried from %s", sp, err, asker)
+		}
+		if err == nil {
+			r2.workers.waitStarted(t, "ask")
+			r2.workers.finish("ask", "PASS again")
+			if _, err := awaitKind(ctx, c, supervise.EventSettled); err != nil {
+				return err
+			}
+		}
+		st, err := c.Stop(supervise.StopArgs{})
+		if err != nil || !st.Stopped {
+			t.Errorf("resumed stop with only an expired question = %+v, %v; want stopped", st, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("resumed Supervise: %v", err)
+	}
+}
