@@ -270,6 +270,9 @@ func TestOutsideContinuityRefusals(t *testing.T) {
 		if codeOf(err) != "resume-with-key" {
 			t.Errorf("resume with a key = %+v, %v; want resume-with-key", got, err)
 		}
+		if after := reserved(c); after != before {
+			t.Errorf("continuity refusals moved the pool: %v -> %v", before, after)
+		}
 		if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "w", Task: "live", Label: "L"}); err != nil {
 			return err
 		}
