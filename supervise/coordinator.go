@@ -528,7 +528,7 @@ func (c *Coordinator) Spawn(ctx context.Context, a SpawnArgs) (SpawnResult, erro
 		// one was answered above without it, and the scope checks its
 		// fences again when it admits.
 		c.spawnMu.Unlock()
-		err = c.scope.authorizeFirst(req)
+		err = c.scope.authorizeFirst(ctx, req)
 		c.spawnMu.Lock()
 	}
 	if err == nil {
@@ -617,11 +617,13 @@ func (c *Coordinator) spawnRefused(req SpawnRequest, err error) error {
 // authorized says the caller already had the request through
 // Scope.authorizeFirst (AuthorizeSpawn is not asked again).
 func (c *Coordinator) admitQueued(ctx context.Context, req SpawnRequest, doc canonjson.Value, runtime string, authorized bool) (SpawnReply, *logTicket, error) {
-	admit := c.scope.Spawn
+	var reply SpawnReply
+	var err error
 	if authorized {
-		admit = c.scope.admit
+		reply, err = c.scope.admit(req)
+	} else {
+		reply, err = c.scope.SpawnContext(ctx, req)
 	}
-	reply, err := admit(req)
 	if err != nil {
 		return SpawnReply{}, nil, c.spawnRefused(req, err)
 	}

@@ -71,8 +71,9 @@ type ScopeOptions struct {
 	// fences 1–6 of Spawn, without the scope's lock (settlements go on
 	// while it decides; the fences are checked again after it), and is
 	// not asked again for a spawn a resumed run replays. A hook that
-	// panics, or does not answer within DefaultAuthorizeSpawnTimeout,
-	// refuses (its detail says which).
+	// panics, or does not answer within DefaultAuthorizeSpawnTimeout (or
+	// before the context SpawnContext was given ends), refuses (its
+	// detail says which).
 	AuthorizeSpawn func(SpawnRequest) error
 	// Preflight, when set, may refuse a request by returning an error
 	// (preflight-refused, cause "preflight"), after AuthorizeSpawn. It
@@ -357,21 +358,24 @@ func New(pool *ledger.Pool, opts ScopeOptions) (*Scope, error) {
 const DefaultAuthorizeSpawnTimeout = 10 * time.Second
 
 // authorize asks AuthorizeSpawn h about req through callHook,
-// bounded by DefaultAuthorizeSpawnTimeout: the refusal's detail (and the
-// hook's error, when it returned one), or "" when h admitted req. A
-// panic, or no answer in time, refuses: a hook is the product's, and
-// neither its panic nor its hang may become the run's (no lock is held
-// while it runs; a hook that never answers is left to return into a
-// buffer nobody reads).
-func (s *Scope) authorize(h func(SpawnRequest) error, req SpawnRequest) (string, error) {
+// bounded by DefaultAuthorizeSpawnTimeout and by the spawn's ctx: the
+// refusal's detail (and the hook's error, when it returned one), or ""
+// when h admitted req. A panic, or no answer in time, refuses: a hook is
+// the product's, and neither its panic nor its hang may become the run's
+// (no lock is held while it runs; a run cancelled, stopped or out of time
+// does not wait out the hook; a hook that never answers is left to
+// return into a buffer nobody reads).
+func (s *Scope) authorize(ctx context.Context, h func(SpawnRequest) error, req SpawnRequest) (string, error) {
 	d := s.authorizeTimeout
 	if d <= 0 {
 		d = DefaultAuthorizeSpawnTimeout
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), d)
+	hctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	a, answered := callHook(ctx, func(context.Context) (struct{}, error) { return struct{}{}, h(req) })
+	a, answered := callHook(hctx, func(context.Context) (struct{}, error) { return struct{}{}, h(req) })
 	switch {
+	case !answered && ctx.Err() != nil:
+		return fmt.Sprintf("the spawn ended before the authorization hook answered: %v", context.Cause(ctx)), ctx.Err()
 	case !answered:
 		return fmt.Sprintf("the authorization hook did not answer within %s", d), nil
 	case a.panic != nil:
@@ -456,21 +460,30 @@ type canonical struct {
 //
 // An admitted node is pending with id "<parent>:s<seq>".
 func (s *Scope) Spawn(req SpawnRequest) (SpawnReply, error) {
-	if err := s.authorizeFirst(req); err != nil {
+	return s.SpawnContext(context.Background(), req)
+}
+
+// SpawnContext is Spawn for a spawning manager whose ctx bounds the wait
+// for AuthorizeSpawn: a hook still deciding when ctx ends refuses the
+// spawn (preflight-refused, not-authorized) at once instead of holding it
+// until DefaultAuthorizeSpawnTimeout.
+func (s *Scope) SpawnContext(ctx context.Context, req SpawnRequest) (SpawnReply, error) {
+	if err := s.authorizeFirst(ctx, req); err != nil {
 		return SpawnReply{}, err
 	}
 	return s.admit(req)
 }
 
-// authorizeFirst is Spawn's first half, for a caller that admits the
-// request later in an order of its own (the Coordinator holds spawnMu
-// only for the admission): fences 1–6, then AuthorizeSpawn. The hook
-// decides without the scope's lock, so settlements and the other verbs
-// go on meanwhile (as the reference's awaited hook lets them); admit
-// checks the fences again. It returns the refusal, or nil for a request
-// that goes on to admit — a key's completed result too, which admit
-// answers again without asking the hook.
-func (s *Scope) authorizeFirst(req SpawnRequest) error {
+// authorizeFirst is SpawnContext's first half, for a caller that admits
+// the request later in an order of its own (the Coordinator holds
+// spawnMu only for the admission): fences 1–6, then AuthorizeSpawn,
+// bounded by ctx. The hook decides without the scope's lock, so
+// settlements and the other verbs go on meanwhile (as the reference's
+// awaited hook lets them); admit checks the fences again. It returns the
+// refusal, or nil for a request that goes on to admit — a key's
+// completed result too, which admit answers again without asking the
+// hook.
+func (s *Scope) authorizeFirst(ctx context.Context, req SpawnRequest) error {
 	h := s.opts.AuthorizeSpawn
 	if h == nil {
 		return nil
@@ -481,7 +494,7 @@ func (s *Scope) authorizeFirst(req SpawnRequest) error {
 	if !a.admit {
 		return err
 	}
-	if detail, err := s.authorize(h, req); detail != "" {
+	if detail, err := s.authorize(ctx, h, req); detail != "" {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		return s.refuse(CodePreflightRefused, "not-authorized", detail, err)

@@ -105,7 +105,9 @@ type Options struct {
 	// invalid-identity (model-not-allowed). The manager's own profile is
 	// not held to it. AuthorizeSpawn refusing, panicking or not
 	// answering within DefaultAuthorizeSpawnTimeout refuses the spawn
-	// preflight-refused, cause not-authorized.
+	// preflight-refused, cause not-authorized; so does a hook still
+	// deciding when the spawning manager's context ends (the run was
+	// cancelled, stopped or ran out of time), at once.
 	PerWorker      ledger.Budget
 	MaxLiveWorkers int
 	MaxDepth       int
