@@ -17,7 +17,8 @@ import (
 
 // flakyEndpoint is an OpenAI-compatible Chat Completions endpoint whose
 // first request fails as mode says (429, 500, a body cut mid-stream, a
-// stall past the client's timeout) and whose later requests answer
+// 200 with an empty body, a reset after the usage chunk and before
+// [DONE], a stall past the client's timeout) and whose later requests answer
 // "DONE" with usage 100 in, 20 out.
 func flakyEndpoint(t *testing.T, mode string) (*httptest.Server, *atomic.Int64) {
 	t.Helper()
@@ -41,6 +42,10 @@ func flakyEndpoint(t *testing.T, mode string) (*httptest.Server, *atomic.Int64) 
 			return
 		}
 		w.Header().Set("Content-Type", "text/event-stream")
+		if first && mode == "empty" {
+			w.WriteHeader(http.StatusOK)
+			return
+		}
 		chunk(w, head+`"choices":[{"index":0,"delta":{"role":"assistant","content":"DO"},"finish_reason":null}]}`)
 		if first && mode == "cut" {
 			conn, _, err := http.NewResponseController(w).Hijack()
@@ -55,6 +60,10 @@ func flakyEndpoint(t *testing.T, mode string) (*httptest.Server, *atomic.Int64) 
 		}
 		chunk(w, head+`"choices":[{"index":0,"delta":{"content":"NE"},"finish_reason":"stop"}]}`)
 		chunk(w, head+`"choices":[],"usage":{"prompt_tokens":100,"completion_tokens":20,"total_tokens":120}}`)
+		if first && mode == "reset" {
+			resetConn(t, w)
+			return
+		}
 		chunk(w, "[DONE]")
 	}))
 	t.Cleanup(srv.Close)
@@ -137,9 +146,13 @@ func TestWorkerProviderFailingFirstAttempt(t *testing.T) {
 
 // The manager's (driver's) endpoint failing on its first attempt: a
 // refusal its model's retry absorbs charges only the accepted attempt's
-// reported tokens to the driver; a stream cut mid-answer fails the
-// driver (driver-failed) and its unreported tokens are a named gap on
-// the root, never a known 0.
+// reported tokens to the driver; a stream cut mid-answer — with no
+// event, a 200 with an empty body, reset after its usage was sent, or
+// stalled past the client's timeout — fails the driver (driver-failed)
+// and its unreported tokens are a named gap on the root, never a known
+// 0. What the cut turn did report is a floor the result keeps: the pool
+// debited it (ledger.Pool.Observe), so the result's spend is not below
+// it (spec §6; behaviours 41, 42).
 func TestManagerProviderFailingFirstAttempt(t *testing.T) {
 	for _, tc := range []struct {
 		mode      string
@@ -150,6 +163,9 @@ func TestManagerProviderFailingFirstAttempt(t *testing.T) {
 		{"429", supervise.ReasonAllChildrenDown, 120, true},
 		{"500", supervise.ReasonAllChildrenDown, 120, true},
 		{"cut", supervise.ReasonDriverFailed, 0, false},
+		{"empty", supervise.ReasonDriverFailed, 0, false},
+		{"reset", supervise.ReasonDriverFailed, 120, false},
+		{"stall", supervise.ReasonDriverFailed, 0, false},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			srv, _ := flakyEndpoint(t, tc.mode)
