@@ -191,3 +191,51 @@ func TestManagerProviderFailingFirstAttempt(t *testing.T) {
 		})
 	}
 }
+
+// The manager's endpoint stalls after its first chunk — the 200 and some
+// text, then nothing — and its HTTP client has no timeout of its own:
+// the run's deadline ends the manager's turn, Supervise returns within
+// the deadline plus slack, and the run's result says the budget's
+// deadline ended it (spec: budget-exhausted) with the manager's tokens
+// an unreported gap, never a known 0 (behaviours 41, 42; §3.6).
+func TestManagerStreamStalledPastTheRunDeadline(t *testing.T) {
+	srv, _ := flakyEndpoint(t, "stall")
+	m, err := openai.New(openai.Options{BaseURL: srv.URL + "/v1/", APIKey: "k", Model: "gpt-test", HTTPClient: &http.Client{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := baseOptions(t, newCounting(t, workerProvider(t)), m)
+	const deadline = 3 * time.Second
+	o.Deadline = time.Now().Add(deadline)
+	manager := mustProfile(t, `{"name": "manager", "harness": "cli-base", "model": {"default": "gpt-test"}, "tools": {"`+supervise.ToolPrefix+supervise.VerbSpawnWorker+`": true}}`)
+	type outcome struct {
+		res supervise.SupervisedResult
+		err error
+	}
+	done := make(chan outcome, 1)
+	start := time.Now()
+	go func() {
+		res, err := supervise.Supervise(context.Background(), manager, "t", o)
+		done <- outcome{res, err}
+	}()
+	var got outcome
+	select {
+	case got = <-done:
+	case <-time.After(deadline + time.Minute):
+		t.Fatalf("Supervise had not returned %v after its deadline", time.Minute)
+	}
+	took := time.Since(start)
+	t.Logf("returned after %v: status %s, reason %s (%+v), spent %+v, err %v", took.Round(time.Millisecond), got.res.Status, got.res.Reason, got.res.Error, got.res.Spent, got.err)
+	if took > deadline+30*time.Second {
+		t.Errorf("Supervise returned after %v; its deadline was %v", took, deadline)
+	}
+	res := got.res
+	if got.err != nil || res.Status == supervise.StatusWinner || res.Reason != supervise.ReasonBudgetExhausted {
+		t.Errorf("status %s reason %s err %v; want no winner, budget-exhausted (the deadline)", res.Status, res.Reason, got.err)
+	}
+	if res.Spent.TokensKnown || !slices.ContainsFunc(res.SpendGaps, func(g supervise.SpendGap) bool {
+		return g.ID == "run1" && g.Kind == supervise.GapUnreported && slices.Contains(g.Channels, "tokens")
+	}) {
+		t.Errorf("spent %+v gaps %+v; want the manager's tokens an unreported gap", res.Spent, res.SpendGaps)
+	}
+}
