@@ -108,6 +108,10 @@ func (t *DriverTurn) End(ctx context.Context, total *ledger.Usage) error {
 		if all.Tokens != nil {
 			rest := max(*all.Tokens-tokens, 0)
 			sp.Tokens = &rest
+		} else if f := all.TokensFloor; f != nil && *f-tokens > 0 {
+			// An incomplete total: unknown, but at least its floor.
+			rest := *f - tokens
+			sp.TokensFloor = &rest
 		}
 		if all.MicroUSD != nil {
 			rest := max(*all.MicroUSD-microUSD, 0)

@@ -24,11 +24,28 @@ const KindMetered = "metered"
 // meter is the brain's own inference charged so far; guarded by
 // Coordinator.mu.
 type meter struct {
-	charged          bool  // some spend was charged
-	iterations       int64 // iterations charged: 0, a manager's turns count none (driverSpend)
+	charged    bool  // some spend was charged
+	iterations int64 // iterations charged: 0, a manager's turns count none (driverSpend)
+	// tokens is the turns' known tokens plus, once tokensUnknown, the
+	// floors of the incomplete receipts (ledger.Spend.TokensFloor): what
+	// is known to have been spent at least, as the pool debits it.
 	tokens, microUSD int64
 	tokensUnknown    bool
 	usdUnknown       bool
+}
+
+// addTokens adds sp's tokens to m: known tokens, or, for a turn that
+// did not report them all, the floor its receipt shows (unknown, never
+// dropped: ledger.Pool.Observe debits the same floor).
+func (m *meter) addTokens(sp ledger.Spend) {
+	if sp.Tokens != nil {
+		m.tokens += *sp.Tokens
+		return
+	}
+	m.tokensUnknown = true
+	if f := sp.TokensFloor; f != nil && *f > 0 && *f <= ledger.MaxQuantity {
+		m.tokens += *f
+	}
 }
 
 // Meter charges one model turn of the brain's own inference to the run's
@@ -106,11 +123,7 @@ func (c *Coordinator) chargeDriver(sp ledger.Spend) {
 	if sp.Iterations != nil {
 		m.iterations += *sp.Iterations
 	}
-	if sp.Tokens == nil {
-		m.tokensUnknown = true
-	} else {
-		m.tokens += *sp.Tokens
-	}
+	m.addTokens(sp)
 	if sp.MicroUSD == nil {
 		m.usdUnknown = true
 	} else {

@@ -229,9 +229,12 @@ func (c *Coordinator) joinChildren(grace time.Duration) {
 func (m meter) spend() ledger.Spend {
 	iterations := m.iterations
 	sp := ledger.Spend{Iterations: &iterations}
-	if !m.tokensUnknown {
-		t := m.tokens
+	t := m.tokens
+	switch {
+	case !m.tokensUnknown:
 		sp.Tokens = &t
+	case t > 0:
+		sp.TokensFloor = &t // unknown, but at least what was reported
 	}
 	if !m.usdUnknown {
 		u := m.microUSD
@@ -248,7 +251,27 @@ func addSpend(a, b ledger.Spend) ledger.Spend {
 		v := *x + *y
 		return &v
 	}
-	return ledger.Spend{Tokens: add(a.Tokens, b.Tokens), Iterations: add(a.Iterations, b.Iterations), MicroUSD: add(a.MicroUSD, b.MicroUSD)}
+	sp := ledger.Spend{Tokens: add(a.Tokens, b.Tokens), Iterations: add(a.Iterations, b.Iterations), MicroUSD: add(a.MicroUSD, b.MicroUSD)}
+	if sp.Tokens == nil {
+		// Unknown: at least what each side knows of (its tokens, or
+		// its receipt's floor).
+		if f := tokensAtLeast(a) + tokensAtLeast(b); f > 0 && f <= ledger.MaxQuantity {
+			sp.TokensFloor = &f
+		}
+	}
+	return sp
+}
+
+// tokensAtLeast is the tokens s is known to have spent at least: its
+// tokens, else its valid floor, else 0.
+func tokensAtLeast(s ledger.Spend) int64 {
+	switch {
+	case s.Tokens != nil && *s.Tokens >= 0 && *s.Tokens <= ledger.MaxQuantity:
+		return *s.Tokens
+	case s.Tokens == nil && s.TokensFloor != nil && *s.TokensFloor >= 0 && *s.TokensFloor <= ledger.MaxQuantity:
+		return *s.TokensFloor
+	}
+	return 0
 }
 
 // meterNested charges a nested manager's model turn to its own node:
@@ -268,11 +291,7 @@ func (c *Coordinator) meterNestedLocked(sp ledger.Spend) {
 	if sp.Iterations != nil {
 		m.iterations += *sp.Iterations
 	}
-	if sp.Tokens == nil {
-		m.tokensUnknown = true
-	} else {
-		m.tokens += *sp.Tokens
-	}
+	m.addTokens(sp)
 	if sp.MicroUSD == nil {
 		m.usdUnknown = true
 	} else {

@@ -17,7 +17,8 @@ import (
 
 // flakyEndpoint is an OpenAI-compatible Chat Completions endpoint whose
 // first request fails as mode says (429, 500, a body cut mid-stream, a
-// stall past the client's timeout) and whose later requests answer
+// 200 with an empty body, a reset after the usage chunk and before
+// [DONE], a stall past the client's timeout) and whose later requests answer
 // "DONE" with usage 100 in, 20 out.
 func flakyEndpoint(t *testing.T, mode string) (*httptest.Server, *atomic.Int64) {
 	t.Helper()
@@ -41,6 +42,10 @@ func flakyEndpoint(t *testing.T, mode string) (*httptest.Server, *atomic.Int64) 
 			return
 		}
 		w.Header().Set("Content-Type", "text/event-stream")
+		if first && mode == "empty" {
+			w.WriteHeader(http.StatusOK)
+			return
+		}
 		chunk(w, head+`"choices":[{"index":0,"delta":{"role":"assistant","content":"DO"},"finish_reason":null}]}`)
 		if first && mode == "cut" {
 			conn, _, err := http.NewResponseController(w).Hijack()
@@ -55,6 +60,10 @@ func flakyEndpoint(t *testing.T, mode string) (*httptest.Server, *atomic.Int64) 
 		}
 		chunk(w, head+`"choices":[{"index":0,"delta":{"content":"NE"},"finish_reason":"stop"}]}`)
 		chunk(w, head+`"choices":[],"usage":{"prompt_tokens":100,"completion_tokens":20,"total_tokens":120}}`)
+		if first && mode == "reset" {
+			resetConn(t, w)
+			return
+		}
 		chunk(w, "[DONE]")
 	}))
 	t.Cleanup(srv.Close)
@@ -137,9 +146,13 @@ func TestWorkerProviderFailingFirstAttempt(t *testing.T) {
 
 // The manager's (driver's) endpoint failing on its first attempt: a
 // refusal its model's retry absorbs charges only the accepted attempt's
-// reported tokens to the driver; a stream cut mid-answer fails the
-// driver (driver-failed) and its unreported tokens are a named gap on
-// the root, never a known 0.
+// reported tokens to the driver; a stream cut mid-answer — with no
+// event, a 200 with an empty body, reset after its usage was sent, or
+// stalled past the client's timeout — fails the driver (driver-failed)
+// and its unreported tokens are a named gap on the root, never a known
+// 0. What the cut turn did report is a floor the result keeps: the pool
+// debited it (ledger.Pool.Observe), so the result's spend is not below
+// it (spec §6; behaviours 41, 42).
 func TestManagerProviderFailingFirstAttempt(t *testing.T) {
 	for _, tc := range []struct {
 		mode      string
@@ -150,6 +163,9 @@ func TestManagerProviderFailingFirstAttempt(t *testing.T) {
 		{"429", supervise.ReasonAllChildrenDown, 120, true},
 		{"500", supervise.ReasonAllChildrenDown, 120, true},
 		{"cut", supervise.ReasonDriverFailed, 0, false},
+		{"empty", supervise.ReasonDriverFailed, 0, false},
+		{"reset", supervise.ReasonDriverFailed, 120, false},
+		{"stall", supervise.ReasonDriverFailed, 0, false},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			srv, _ := flakyEndpoint(t, tc.mode)
@@ -173,5 +189,53 @@ func TestManagerProviderFailingFirstAttempt(t *testing.T) {
 				t.Errorf("spend gaps %+v: an unreported-tokens gap for the manager is %v, want %v", res.SpendGaps, gap, !tc.tokensKnw)
 			}
 		})
+	}
+}
+
+// The manager's endpoint stalls after its first chunk — the 200 and some
+// text, then nothing — and its HTTP client has no timeout of its own:
+// the run's deadline ends the manager's turn, Supervise returns within
+// the deadline plus slack, and the run's result says the budget's
+// deadline ended it (spec: budget-exhausted) with the manager's tokens
+// an unreported gap, never a known 0 (behaviours 41, 42; §3.6).
+func TestManagerStreamStalledPastTheRunDeadline(t *testing.T) {
+	srv, _ := flakyEndpoint(t, "stall")
+	m, err := openai.New(openai.Options{BaseURL: srv.URL + "/v1/", APIKey: "k", Model: "gpt-test", HTTPClient: &http.Client{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := baseOptions(t, newCounting(t, workerProvider(t)), m)
+	const deadline = 3 * time.Second
+	o.Deadline = time.Now().Add(deadline)
+	manager := mustProfile(t, `{"name": "manager", "harness": "cli-base", "model": {"default": "gpt-test"}, "tools": {"`+supervise.ToolPrefix+supervise.VerbSpawnWorker+`": true}}`)
+	type outcome struct {
+		res supervise.SupervisedResult
+		err error
+	}
+	done := make(chan outcome, 1)
+	start := time.Now()
+	go func() {
+		res, err := supervise.Supervise(context.Background(), manager, "t", o)
+		done <- outcome{res, err}
+	}()
+	var got outcome
+	select {
+	case got = <-done:
+	case <-time.After(deadline + time.Minute):
+		t.Fatalf("Supervise had not returned %v after its deadline", time.Minute)
+	}
+	took := time.Since(start)
+	t.Logf("returned after %v: status %s, reason %s (%+v), spent %+v, err %v", took.Round(time.Millisecond), got.res.Status, got.res.Reason, got.res.Error, got.res.Spent, got.err)
+	if took > deadline+30*time.Second {
+		t.Errorf("Supervise returned after %v; its deadline was %v", took, deadline)
+	}
+	res := got.res
+	if got.err != nil || res.Status == supervise.StatusWinner || res.Reason != supervise.ReasonBudgetExhausted {
+		t.Errorf("status %s reason %s err %v; want no winner, budget-exhausted (the deadline)", res.Status, res.Reason, got.err)
+	}
+	if res.Spent.TokensKnown || !slices.ContainsFunc(res.SpendGaps, func(g supervise.SpendGap) bool {
+		return g.ID == "run1" && g.Kind == supervise.GapUnreported && slices.Contains(g.Channels, "tokens")
+	}) {
+		t.Errorf("spent %+v gaps %+v; want the manager's tokens an unreported gap", res.Spent, res.SpendGaps)
 	}
 }

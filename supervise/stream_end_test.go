@@ -3,6 +3,7 @@ package supervise_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -33,12 +34,19 @@ func endingEndpoint(t *testing.T, api, mode string) *httptest.Server {
 			<-r.Context().Done()
 			return
 		}
+		if mode == "empty" {
+			return
+		}
 		switch api {
 		case "openai":
 			const head = `{"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-test",`
 			fmt.Fprint(w, "data: "+head+`"choices":[{"index":0,"delta":{"role":"assistant","content":"DO"},"finish_reason":null}]}`+"\n\n")
 			if mode == "truncated" {
 				fmt.Fprint(w, "data: "+head+`"choices":[{"index":0,"delta":{"content":"NE"`)
+			}
+			if mode == "reset" {
+				fmt.Fprint(w, "data: "+head+`"choices":[{"index":0,"delta":{"content":"NE"},"finish_reason":"stop"}]}`+"\n\n")
+				fmt.Fprint(w, "data: "+head+`"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":2,"total_tokens":11}}`+"\n\n")
 			}
 		case "anthropic":
 			fmt.Fprint(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"claude-test\",\"usage\":{\"input_tokens\":9,\"output_tokens\":1}}}\n\n"+
@@ -47,8 +55,16 @@ func endingEndpoint(t *testing.T, api, mode string) *httptest.Server {
 			if mode == "truncated" {
 				fmt.Fprint(w, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_d")
 			}
+			if mode == "reset" {
+				fmt.Fprint(w, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"NE\"}}\n\n"+
+					"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n"+
+					"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":2}}\n\n")
+			}
 		}
 		w.(http.Flusher).Flush()
+		if mode == "reset" {
+			resetConn(t, w)
+		}
 	}))
 	t.Cleanup(srv.Close)
 	return srv
@@ -65,7 +81,7 @@ func endingEndpoint(t *testing.T, api, mode string) *httptest.Server {
 // 43; spec/runtime.md §7).
 func TestWorkerProviderStreamEndingEarly(t *testing.T) {
 	for _, api := range []string{"openai", "anthropic"} {
-		for _, mode := range []string{"eof", "truncated", "silent"} {
+		for _, mode := range []string{"eof", "truncated", "silent", "empty", "reset"} {
 			t.Run(api+"/"+mode, func(t *testing.T) {
 				srv := endingEndpoint(t, api, mode)
 				var p contract.Provider
@@ -152,4 +168,20 @@ func TestWorkerProviderStreamEndingEarly(t *testing.T) {
 			})
 		}
 	}
+}
+
+// resetConn takes over w's connection and resets it (RST, not FIN): the
+// network cutting a stream mid-answer.
+func resetConn(t *testing.T, w http.ResponseWriter) {
+	t.Helper()
+	conn, buf, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		t.Errorf("hijack: %v", err)
+		return
+	}
+	buf.Flush()
+	if tc, ok := conn.(*net.TCPConn); ok {
+		tc.SetLinger(0)
+	}
+	conn.Close()
 }
