@@ -1,0 +1,274 @@
+package cli_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// Outside scenarios for agentrt graph (spec §3.7, behaviours 52 and 53)
+// through the built binary on --provider openai, against the scripted
+// endpoint of outside_graph_endpoint_test.go: only exit codes, stdout,
+// stderr, the run dir and what reached the endpoint are checked.
+
+// gNode is a graph node's JSON: a cli-base profile on model, with the
+// coordination verbs it declares.
+func gNode(id, model string, verbs ...string) string {
+	tools := ""
+	for i, v := range verbs {
+		if i > 0 {
+			tools += ","
+		}
+		tools += fmt.Sprintf("%q: true", "agent_runtime_coordination_"+v)
+	}
+	return fmt.Sprintf(`{"id": %q, "profile": {"name": %q, "harness": "cli-base", "model": {"default": %q}, "tools": {%s}}}`, id, id, model, tools)
+}
+
+// leadNode is the root of the scenarios' graphs.
+var leadNode = gNode("lead", "m-lead", "spawn_worker", "await_event", "submit_result", "stop")
+
+// gGraph is a graph document of nodes, edges and budget.
+func gGraph(nodes, edges []string, budget string) string {
+	return fmt.Sprintf(`{"nodes": [%s], "edges": [%s], "budget": %s}`, strings.Join(nodes, ",\n"), strings.Join(edges, ",\n"), budget)
+}
+
+// spawnCall is a spawn_worker call of node with task.
+func spawnCall(node, task string) epCall {
+	return epCall{"spawn_worker", map[string]any{"profile": node, "task": task}}
+}
+
+// awaitCall is an await_event call.
+var awaitCall = epCall{"await_event", map[string]any{}}
+
+// managerTurns answers the manager from turns by its turn index; past them it
+// ends its turn with text.
+func managerTurns(turns ...[]epCall) func(r epRequest) epAnswer {
+	return func(r epRequest) epAnswer {
+		if r.Steps < len(turns) {
+			return epAnswer{Calls: turns[r.Steps]}
+		}
+		return epAnswer{Text: "manager done"}
+	}
+}
+
+// answerByModel answers each worker model with its text.
+func answerByModel(texts map[string]string) func(r epRequest) epAnswer {
+	return func(r epRequest) epAnswer {
+		if t, ok := texts[r.Model]; ok {
+			return epAnswer{Text: t}
+		}
+		return epAnswer{Status: 400}
+	}
+}
+
+// workerText is the instruction a worker request carried (its messages).
+func workerText(t *testing.T, s *epServer, model string) string {
+	t.Helper()
+	for _, r := range s.requests() {
+		if r.Model == model {
+			return r.User
+		}
+	}
+	t.Fatalf("no request of %s reached the endpoint", model)
+	return ""
+}
+
+// ledgerRow is the part of an edge ledger row a scenario checks.
+type ledgerRow struct {
+	Edge, Kind, From, To, Directive, Outcome, Continuity, WorkerID string
+	Traversal                                                      float64
+}
+
+func ledgerRows(v map[string]any) []ledgerRow {
+	var rows []ledgerRow
+	for _, x := range asList(v["ledger"]) {
+		m, _ := x.(map[string]any)
+		s := func(k string) string { r, _ := m[k].(string); return r }
+		tr, _ := m["traversal"].(float64)
+		rows = append(rows, ledgerRow{Edge: s("edge"), Kind: s("kind"), From: s("from"), To: s("to"), Directive: s("directive"),
+			Outcome: s("outcome"), Continuity: s("continuity"), WorkerID: s("workerId"), Traversal: tr})
+	}
+	return rows
+}
+
+func asList(v any) []any { l, _ := v.([]any); return l }
+
+// workerIDs maps each worker's profile to its ids, in order.
+func workerIDs(v map[string]any) map[string][]string {
+	ids := map[string][]string{}
+	for _, x := range asList(v["workers"]) {
+		m, _ := x.(map[string]any)
+		p, _ := m["profile"].(string)
+		id, _ := m["id"].(string)
+		ids[p] = append(ids[p], id)
+	}
+	return ids
+}
+
+// Behaviour 53 (SUP graph ledger) and the §3.6 run layout: two delegated
+// spawns are two delivered rows, continuity fresh, whose bytes are the
+// instruction the worker received and whose workerIds are the workers the
+// result lists; each row is journaled as an edge event; every worker ran
+// once; the winner's result is a content-addressed blob.
+func TestOutsideGraphTwoDelegatesLedger(t *testing.T) {
+	dir := t.TempDir()
+	graph := epFile(t, dir, "g.json", gGraph(
+		[]string{leadNode, gNode("coder", "m-coder"), gNode("tester", "m-tester")},
+		[]string{
+			`{"kind": "delegates", "from": "lead", "to": "coder", "directive": "delegate/implement/v1"}`,
+			`{"kind": "delegates", "from": "lead", "to": "tester", "directive": "delegate/test/v1"}`,
+		}, `{"maxTokens": 5000, "maxIterations": 6}`))
+	s := newEPServer(t,
+		managerTurns([]epCall{spawnCall("coder", "implement the parser"), spawnCall("tester", "test the parser")}, []epCall{awaitCall}, []epCall{awaitCall}),
+		answerByModel(map[string]string{"m-coder": "RESULT parser implemented", "m-tester": "RESULT tests pass"}))
+	rd := filepath.Join(dir, "run")
+	r := runAgentrtEP(t, "graph", graph, "--task", "build a parser", "--provider", "openai", "--base-url", s.URL(), "--run-dir", rd, "--json", "--expect", "RESULT")
+	if r.code != 0 {
+		t.Fatalf("exit %d, want 0\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	v := r.json(t)
+	ids := workerIDs(v)
+	if len(ids["coder"]) != 1 || len(ids["tester"]) != 1 {
+		t.Fatalf("workers by profile %v, want one coder and one tester", ids)
+	}
+	want := []ledgerRow{
+		{Edge: "delegates:lead->coder", Kind: "delegates", From: "lead", To: "coder", Directive: "delegate/implement/v1", Outcome: "delivered", Continuity: "fresh", WorkerID: ids["coder"][0], Traversal: 1},
+		{Edge: "delegates:lead->tester", Kind: "delegates", From: "lead", To: "tester", Directive: "delegate/test/v1", Outcome: "delivered", Continuity: "fresh", WorkerID: ids["tester"][0], Traversal: 1},
+	}
+	if diff := cmp.Diff(want, ledgerRows(v)); diff != "" {
+		t.Errorf("ledger (-want +got):\n%s", diff)
+	}
+	// bytes counts the directive's and the task's bytes (the reference's
+	// byteLength(directive)+byteLength(task)); the worker got them joined
+	// by a blank line.
+	for i, c := range []struct{ model, task string }{{"m-coder", "implement the parser"}, {"m-tester", "test the parser"}} {
+		got, _ := at(v, "ledger", i, "bytes").(float64)
+		sent := workerText(t, s, c.model)
+		directive, ok := strings.CutSuffix(sent, "\n\n"+c.task)
+		if !ok || directive == "" {
+			t.Errorf("%s received %q: not a directive then its task %q", c.model, sent, c.task)
+		}
+		if w := len(directive) + len(c.task); int(got) != w {
+			t.Errorf("ledger row %d bytes %v, want %d (directive and task %s received)", i, got, w, c.model)
+		}
+	}
+	if n := len(asList(v["exhaustedEdges"])); n != 0 {
+		t.Errorf("exhaustedEdges %v, want none", v["exhaustedEdges"])
+	}
+	if c, tt := s.count("m-coder"), s.count("m-tester"); c != 1 || tt != 1 {
+		t.Errorf("worker requests coder %d tester %d, want 1 each", c, tt)
+	}
+	// The journal holds the same rows as edge events.
+	var edges []string
+	for _, rec := range jsonl(t, filepath.Join(rd, "spawn-journal.jsonl")) {
+		if rec["kind"] == "edge" {
+			edges = append(edges, fmt.Sprint(at(rec, "data", "edge"), " ", at(rec, "data", "outcome"), " ", at(rec, "data", "workerId")))
+		}
+	}
+	wantEdges := []string{"delegates:lead->coder delivered " + ids["coder"][0], "delegates:lead->tester delivered " + ids["tester"][0]}
+	if diff := cmp.Diff(wantEdges, edges); diff != "" {
+		t.Errorf("journaled edge events (-want +got):\n%s", diff)
+	}
+	outRef, _ := v["outRef"].(string)
+	if !strings.HasPrefix(outRef, "sha256:") {
+		t.Fatalf("winner outRef %q", outRef)
+	}
+	for _, f := range []string{"state.json", "progress.ndjson", "root-stream.jsonl", "workers/coder.ndjson", "workers/tester.ndjson",
+		"blobs/sha256-" + strings.TrimPrefix(outRef, "sha256:") + ".json"} {
+		if _, err := os.Stat(filepath.Join(rd, f)); err != nil {
+			t.Errorf("run dir: %v", err)
+		}
+	}
+	for _, p := range []string{"spawned", "settled", "finished winner"} {
+		if !strings.Contains(r.stderr, p) {
+			t.Errorf("stderr progress lacks %q:\n%s", p, r.stderr)
+		}
+	}
+}
+
+// Behaviour 52 through the CLI: each invalid graph is refused before any
+// request reaches the model endpoint, exit 1 and the reason on stderr.
+func TestOutsideGraphRejectedBeforeAnyRequest(t *testing.T) {
+	coder, critic := gNode("coder", "m-coder"), gNode("critic", "m-critic")
+	del := `{"kind": "delegates", "from": "lead", "to": "coder", "directive": "delegate/v1"}`
+	budget := `{"maxTokens": 5000, "maxIterations": 6}`
+	tests := []struct {
+		name, graph, stderr string
+		directives          string
+	}{
+		{"name differs from id", gGraph([]string{leadNode, `{"id": "coder", "profile": {"name": "koder", "harness": "cli-base", "model": {"default": "m-coder"}}}`}, []string{del}, budget), "name", ""},
+		{"no root: everyone is delegated to", gGraph([]string{leadNode, gNode("coder", "m-coder", "spawn_worker")}, []string{del,
+			`{"kind": "delegates", "from": "coder", "to": "lead", "directive": "delegate/v1"}`}, budget), "root", ""},
+		{"two roots", gGraph([]string{leadNode, coder, gNode("boss", "m-boss", "spawn_worker"), critic}, []string{del,
+			`{"kind": "delegates", "from": "boss", "to": "critic", "directive": "delegate/v1"}`}, budget), "root", ""},
+		{"self-delegation", gGraph([]string{leadNode, coder}, []string{del,
+			`{"kind": "delegates", "from": "lead", "to": "lead", "directive": "delegate/v1"}`}, budget), "lead", ""},
+		{"root lacks the spawn tool", gGraph([]string{gNode("lead", "m-lead", "await_event"), coder}, []string{del}, budget), "spawn_worker", ""},
+		{"analyst node delegated to", gGraph([]string{leadNode, coder, critic}, []string{del,
+			`{"kind": "delegates", "from": "lead", "to": "critic", "directive": "delegate/v1"}`,
+			`{"kind": "analyzes", "analyst": "critic", "over": ["coder"], "to": "lead", "directive": "analyze/v1"}`}, budget), "critic", ""},
+		{"id both node and lens", gGraph([]string{leadNode, coder, gNode("failure-triage", "m-ft")}, []string{del,
+			`{"kind": "analyzes", "analyst": "failure-triage", "over": ["coder"], "to": "lead", "directive": "analyze/v1"}`}, budget), "failure-triage", ""},
+		{"unknown directive", gGraph([]string{leadNode, coder}, []string{
+			`{"kind": "delegates", "from": "lead", "to": "coder", "directive": "delegate/nonesuch/v1"}`}, budget), "delegate/nonesuch/v1", ""},
+		{"no delegates edge", gGraph([]string{leadNode, coder, critic}, []string{
+			`{"kind": "analyzes", "analyst": "critic", "over": ["coder"], "to": "lead", "directive": "analyze/v1"}`}, budget), "delegates", ""},
+		{"analyzes edge with continuity", gGraph([]string{leadNode, coder, critic}, []string{del,
+			`{"kind": "analyzes", "analyst": "critic", "over": ["coder"], "to": "lead", "directive": "analyze/v1", "continuity": "fresh"}`}, budget), "continuity", ""},
+		{"two analyzes edges of one analyst", gGraph([]string{leadNode, coder, critic}, []string{del,
+			`{"kind": "analyzes", "analyst": "critic", "over": ["coder"], "to": "lead", "directive": "analyze/v1"}`,
+			`{"kind": "analyzes", "analyst": "critic", "over": ["coder"], "to": "lead", "directive": "analyze/critique/v1"}`}, budget), "critic", ""},
+		{"delegation not from the root", gGraph([]string{leadNode, gNode("coder", "m-coder", "spawn_worker"), critic}, []string{del,
+			`{"kind": "delegates", "from": "coder", "to": "critic", "directive": "delegate/v1"}`}, budget), "root", ""},
+		{"unreachable node", gGraph([]string{leadNode, coder, gNode("idle", "m-idle")}, []string{del}, budget), "idle", ""},
+		{"two delegates edges to one node", gGraph([]string{leadNode, coder}, []string{del,
+			`{"kind": "delegates", "from": "lead", "to": "coder", "directive": "delegate/fix/v1"}`}, budget), "coder", ""},
+		{"analyzes over the root", gGraph([]string{leadNode, coder, critic}, []string{del,
+			`{"kind": "analyzes", "analyst": "critic", "over": ["lead"], "to": "lead", "directive": "analyze/v1"}`}, budget), "root", ""},
+		{"the root as analyst", gGraph([]string{leadNode, coder}, []string{del,
+			`{"kind": "analyzes", "analyst": "lead", "over": ["coder"], "to": "lead", "directive": "analyze/v1"}`}, budget), "lead", ""},
+		{"analyst neither node nor lens", gGraph([]string{leadNode, coder}, []string{del,
+			`{"kind": "analyzes", "analyst": "ghost", "over": ["coder"], "to": "lead", "directive": "analyze/v1"}`}, budget), "ghost", ""},
+		{"analyzes edge over nothing", gGraph([]string{leadNode, coder, critic}, []string{del,
+			`{"kind": "analyzes", "analyst": "critic", "over": [], "to": "lead", "directive": "analyze/v1"}`}, budget), "over", ""},
+		{"zero traversal cap", gGraph([]string{leadNode, coder}, []string{
+			`{"kind": "delegates", "from": "lead", "to": "coder", "directive": "delegate/v1", "maxTraversals": 0}`}, budget), "maxTraversals", ""},
+		{"negative budget", gGraph([]string{leadNode, coder}, []string{del}, `{"maxTokens": -5, "maxIterations": 6}`), "maxTokens", ""},
+		{"duplicate node id", gGraph([]string{leadNode, coder, coder}, []string{del}, budget), "coder", ""},
+		{"invalid continuity", gGraph([]string{leadNode, coder}, []string{
+			`{"kind": "delegates", "from": "lead", "to": "coder", "directive": "delegate/v1", "continuity": "sometimes"}`}, budget), "continuity", ""},
+		{"no budget", fmt.Sprintf(`{"nodes": [%s, %s], "edges": [%s]}`, leadNode, coder, del), "budget", ""},
+		{"unknown graph key", fmt.Sprintf(`{"nodes": [%s, %s], "edges": [%s], "budget": %s, "deliverables": {}}`, leadNode, coder, del, budget), "deliverables", ""},
+		{"empty directive text", gGraph([]string{leadNode, coder}, []string{
+			`{"kind": "delegates", "from": "lead", "to": "coder", "directive": "delegate/custom/v1"}`}, budget), "delegate/custom/v1", `{"delegate/custom/v1": ""}`},
+	}
+	s := newEPServer(t, managerTurns([]epCall{spawnCall("coder", "x")}), func(epRequest) epAnswer { return epAnswer{Text: "RESULT"} })
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			args := []string{"graph", epFile(t, dir, "g.json", tc.graph), "--task", "t", "--provider", "openai", "--base-url", s.URL(),
+				"--run-dir", filepath.Join(dir, "run"), "--json"}
+			if tc.directives != "" {
+				args = append(args, "--directives", epFile(t, dir, "d.json", tc.directives))
+			}
+			before := s.count("")
+			r := runAgentrtEP(t, args...)
+			if r.code == 0 {
+				t.Fatalf("exit 0 for an invalid graph\nstdout:\n%s", r.stdout)
+			}
+			if r.code != 1 && r.code != 2 {
+				t.Errorf("exit %d, want 1 (invalid graph) or 2 (usage)", r.code)
+			}
+			if !strings.Contains(r.stderr, tc.stderr) {
+				t.Errorf("stderr does not name %q:\n%s", tc.stderr, r.stderr)
+			}
+			if n := s.count("") - before; n != 0 {
+				t.Errorf("%d requests reached the endpoint before the graph was refused", n)
+			}
+		})
+	}
+}
