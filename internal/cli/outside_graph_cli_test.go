@@ -272,3 +272,254 @@ func TestOutsideGraphRejectedBeforeAnyRequest(t *testing.T) {
 		})
 	}
 }
+
+// graphRun runs agentrt graph on graph with the scenario's endpoint; extra
+// flags follow.
+func graphRun(t *testing.T, s *epServer, dir, graph string, extra ...string) epRun {
+	t.Helper()
+	args := append([]string{"graph", epFile(t, dir, "g.json", graph), "--task", "build a parser", "--provider", "openai",
+		"--base-url", s.URL(), "--run-dir", filepath.Join(dir, "run"), "--json"}, extra...)
+	return runAgentrtEP(t, args...)
+}
+
+// Behaviour 53's cap half: a delegates edge of maxTraversals 1 spends its
+// one traversal; the manager's second spawn of the node is refused before
+// the worker runs (one worker request), the refusal is ledgered
+// unpropagated, and the run without a winner ends in the cap error: exit
+// 1, the edge named on stderr, exhaustedEdges and the ledger in --json.
+func TestOutsideGraphDelegatesCapExhausted(t *testing.T) {
+	dir := t.TempDir()
+	graph := gGraph([]string{leadNode, gNode("coder", "m-coder")},
+		[]string{`{"kind": "delegates", "from": "lead", "to": "coder", "directive": "delegate/v1", "maxTraversals": 1}`},
+		`{"maxTokens": 5000, "maxIterations": 6}`)
+	s := newEPServer(t,
+		managerTurns([]epCall{spawnCall("coder", "first try")}, []epCall{awaitCall}, []epCall{spawnCall("coder", "second try")}),
+		answerByModel(map[string]string{"m-coder": "not what was asked"}))
+	r := graphRun(t, s, dir, graph, "--expect", "RESULT")
+	if r.code != 1 {
+		t.Fatalf("exit %d, want 1\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if n := s.count("m-coder"); n != 1 {
+		t.Errorf("coder requests %d, want 1: the capped spawn reached the endpoint", n)
+	}
+	for _, p := range []string{"delegates:lead->coder", "cap"} {
+		if !strings.Contains(r.stderr, p) {
+			t.Errorf("stderr does not name %q:\n%s", p, r.stderr)
+		}
+	}
+	v := r.json(t)
+	if diff := cmp.Diff([]any{"delegates:lead->coder"}, v["exhaustedEdges"]); diff != "" {
+		t.Errorf("exhaustedEdges (-want +got):\n%s", diff)
+	}
+	rows := ledgerRows(v)
+	if len(rows) != 2 || rows[0].Outcome != "delivered" || rows[0].Traversal != 1 || rows[1].Outcome != "unpropagated" || rows[1].Traversal != 2 {
+		t.Fatalf("ledger %+v, want traversal 1 delivered then traversal 2 unpropagated", rows)
+	}
+	if b, _ := at(v, "ledger", 1, "bytes").(float64); b != 0 {
+		t.Errorf("refused traversal bytes %v, want 0: nothing crossed", b)
+	}
+	if reason, _ := at(v, "ledger", 1, "reason").(string); !strings.Contains(reason, "cap") {
+		t.Errorf("refused traversal reason %q does not name the cap", reason)
+	}
+	if k := v["kind"]; k != "no-winner" {
+		t.Errorf("kind %v, want no-winner", k)
+	}
+	// The manager was told the second spawn was refused.
+	var told string
+	for _, q := range s.requests() {
+		if q.Manager && q.Steps == 3 && len(q.ToolResults) > 0 {
+			told = q.ToolResults[len(q.ToolResults)-1]
+		}
+	}
+	if !strings.Contains(told, "cap") {
+		t.Errorf("the manager's refused spawn result %q does not name the cap", told)
+	}
+}
+
+// §3.7 analyzes with a node analyst: each settle of the analyzed node
+// spawns the analyst node's pinned profile (its own model) on the edge's
+// directive and the settled output; its output reaches the root as a
+// finding, ledgered once on the analyzes edge; the analyst never wins.
+func TestOutsideGraphNodeAnalyst(t *testing.T) {
+	dir := t.TempDir()
+	graph := gGraph([]string{leadNode, gNode("coder", "m-coder"), gNode("critic", "m-critic")},
+		[]string{`{"kind": "delegates", "from": "lead", "to": "coder", "directive": "delegate/implement/v1"}`,
+			`{"kind": "analyzes", "analyst": "critic", "over": ["coder"], "to": "lead", "directive": "analyze/mine/v1"}`},
+		`{"maxTokens": 5000, "maxIterations": 6}`)
+	s := newEPServer(t,
+		managerTurns([]epCall{spawnCall("coder", "implement the parser")}, []epCall{awaitCall}, []epCall{awaitCall}),
+		answerByModel(map[string]string{"m-coder": "RESULT parser with CODER-MARK", "m-critic": "FINDING-MARK: no tests ran"}))
+	ids := func(v map[string]any) string {
+		if c := workerIDs(v)["coder"]; len(c) == 1 {
+			return c[0]
+		}
+		return fmt.Sprintf("not one coder in %v", workerIDs(v))
+	}
+	const critique, finding = "CRITIQUE-DIRECTIVE: name every untested path.", "FINDING-MARK: no tests ran"
+	r := graphRun(t, s, dir, graph, "--expect", "RESULT", "--directives", epFile(t, dir, "d.json", fmt.Sprintf(`{"analyze/mine/v1": %q}`, critique)))
+	if r.code != 0 {
+		t.Fatalf("exit %d, want 0\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if c, a := s.count("m-coder"), s.count("m-critic"); c != 1 || a != 1 {
+		t.Errorf("requests coder %d critic %d, want 1 each", c, a)
+	}
+	told := workerText(t, s, "m-critic")
+	for _, p := range []string{"CODER-MARK", critique} {
+		if !strings.Contains(told, p) {
+			t.Errorf("the critic was not given %q:\n%s", p, told)
+		}
+	}
+	v := r.json(t)
+	if out, _ := v["out"].(string); !strings.Contains(out, "CODER-MARK") {
+		t.Errorf("winner out %q, want the coder's", out)
+	}
+	var analyzes []ledgerRow
+	for _, row := range ledgerRows(v) {
+		if row.Kind == "analyzes" {
+			analyzes = append(analyzes, row)
+		}
+	}
+	if len(analyzes) != 1 {
+		t.Fatalf("analyzes rows %+v, want one", analyzes)
+	}
+	// from is the analyzed nodes, workerId the SOURCE worker of a
+	// driver-destined finding, continuity steer (a delivery to the live
+	// root), bytes the directive's and the findings'.
+	want := ledgerRow{Edge: "analyzes:critic:coder->lead", Kind: "analyzes", From: "coder", To: "lead", Directive: "analyze/mine/v1",
+		Outcome: "delivered", Continuity: "steer", WorkerID: ids(v), Traversal: 1}
+	if diff := cmp.Diff(want, analyzes[0]); diff != "" {
+		t.Errorf("analyzes row (-want +got):\n%s", diff)
+	}
+	for _, x := range asList(v["ledger"]) {
+		if at(x, "kind") == "analyzes" {
+			if b, _ := at(x, "bytes").(float64); int(b) != len(critique)+len(finding) {
+				t.Errorf("analyzes bytes %v, want %d", b, len(critique)+len(finding))
+			}
+		}
+	}
+	// The root heard the finding.
+	heard := false
+	for _, q := range s.requests() {
+		if q.Manager && strings.Contains(q.Text, "FINDING-MARK") {
+			heard = true
+		}
+	}
+	if !heard {
+		t.Errorf("no manager request carried the critic's finding")
+	}
+}
+
+// --directives adds a directive and replaces a built-in one: the workers
+// receive those texts, and the ledger counts their bytes.
+func TestOutsideGraphDirectivesFile(t *testing.T) {
+	dir := t.TempDir()
+	graph := gGraph([]string{leadNode, gNode("coder", "m-coder"), gNode("tester", "m-tester")},
+		[]string{`{"kind": "delegates", "from": "lead", "to": "coder", "directive": "delegate/zebra/v2"}`,
+			`{"kind": "delegates", "from": "lead", "to": "tester", "directive": "delegate/implement/v1"}`},
+		`{"maxTokens": 5000, "maxIterations": 6}`)
+	const zebra, replaced = "ZEBRA: answer in one line, é included.", "REPLACED implement directive."
+	directives := epFile(t, dir, "d.json", fmt.Sprintf(`{"delegate/zebra/v2": %q, "delegate/implement/v1": %q}`, zebra, replaced))
+	s := newEPServer(t,
+		managerTurns([]epCall{spawnCall("coder", "task one"), spawnCall("tester", "task two")}, []epCall{awaitCall}, []epCall{awaitCall}),
+		answerByModel(map[string]string{"m-coder": "RESULT one", "m-tester": "RESULT two"}))
+	r := graphRun(t, s, dir, graph, "--expect", "RESULT", "--directives", directives)
+	if r.code != 0 {
+		t.Fatalf("exit %d, want 0\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	v := r.json(t)
+	for i, c := range []struct{ model, directive, task string }{{"m-coder", zebra, "task one"}, {"m-tester", replaced, "task two"}} {
+		if got := workerText(t, s, c.model); !strings.HasPrefix(got, c.directive) || !strings.HasSuffix(got, c.task) || strings.Contains(got, "Implement the change") {
+			t.Errorf("%s received %q, want its directive %q then its task", c.model, got, c.directive)
+		}
+		if b, _ := at(v, "ledger", i, "bytes").(float64); int(b) != len(c.directive)+len(c.task) {
+			t.Errorf("ledger row %d bytes %v, want %d", i, b, len(c.directive)+len(c.task))
+		}
+	}
+}
+
+// Usage absent from the endpoint: the workers' and the manager's tokens
+// are unknown, never 0 — spentTotal.tokens null, tokensKnown false, and
+// spendGaps naming each unreported node — while the run still wins.
+func TestOutsideGraphUsageAbsent(t *testing.T) {
+	dir := t.TempDir()
+	graph := gGraph([]string{leadNode, gNode("coder", "m-coder")},
+		[]string{`{"kind": "delegates", "from": "lead", "to": "coder", "directive": "delegate/v1"}`},
+		`{"maxTokens": 5000, "maxIterations": 6}`)
+	turns := managerTurns([]epCall{spawnCall("coder", "do it")}, []epCall{awaitCall})
+	s := newEPServer(t, func(r epRequest) epAnswer { a := turns(r); a.NoUsage = true; return a },
+		func(epRequest) epAnswer { return epAnswer{Text: "RESULT done", NoUsage: true} })
+	r := graphRun(t, s, dir, graph, "--expect", "RESULT")
+	if r.code != 0 {
+		t.Fatalf("exit %d, want 0\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	v := r.json(t)
+	if known := at(v, "spentTotal", "tokensKnown"); known != false {
+		t.Errorf("spentTotal.tokensKnown %v, want false", known)
+	}
+	// agentrt's spent.tokens is the measured amount: unknown, null.
+	if tok := at(v, "spent", "tokens"); tok != nil {
+		t.Errorf("spent.tokens %v, want null (unknown)", tok)
+	}
+	// The spec's Spend is what was charged: an unreported worker at its
+	// reservation (so a positive floor, or null), never a 0 that reads as
+	// "nothing spent".
+	for _, path := range [][]any{{"spentTotal", "tokens", "total"}, {"spentBreakdown", "childWork", "tokens", "total"}, {"spentBreakdown", "driverInference", "tokens", "total"}} {
+		if tok := at(v, path...); tok != nil {
+			if n, _ := tok.(float64); n <= 0 {
+				t.Errorf("%v = %v with tokens unreported, want null or a positive charge", path, tok)
+			}
+		}
+		known := at(v, append(path[:len(path)-2:len(path)-2], "tokensKnown")...)
+		if known != false {
+			t.Errorf("%v tokensKnown %v, want false", path[:len(path)-2], known)
+		}
+	}
+	gapped := map[string]bool{}
+	for _, g := range asList(v["spendGaps"]) {
+		for _, ch := range asList(at(g, "channels")) {
+			if ch == "tokens" {
+				gapped[fmt.Sprint(at(g, "label"))] = true
+			}
+		}
+	}
+	if !gapped["coder"] || !gapped["manager"] {
+		t.Errorf("spendGaps with tokens %v, want the coder and the manager; gaps %v", gapped, v["spendGaps"])
+	}
+}
+
+// A worker endpoint that fails — an HTTP 500, or a 200 whose body is not
+// a completion — settles the worker down; the run has no winner (exit 1,
+// reason all-children-down) and nothing is reported as delivered.
+func TestOutsideGraphWorkerEndpointFails(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		answer epAnswer
+	}{
+		{"status 500", epAnswer{Status: 500}},
+		{"garbage body", epAnswer{Garbage: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			graph := gGraph([]string{leadNode, gNode("coder", "m-coder")},
+				[]string{`{"kind": "delegates", "from": "lead", "to": "coder", "directive": "delegate/v1"}`},
+				`{"maxTokens": 5000, "maxIterations": 6}`)
+			s := newEPServer(t, managerTurns([]epCall{spawnCall("coder", "do it")}, []epCall{awaitCall}),
+				func(epRequest) epAnswer { return tc.answer })
+			r := graphRun(t, s, dir, graph, "--expect", "RESULT")
+			if r.code != 1 {
+				t.Fatalf("exit %d, want 1\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+			}
+			v := r.json(t)
+			if v["kind"] != "no-winner" || v["reason"] != "all-children-down" {
+				t.Errorf("kind %v reason %v, want no-winner all-children-down", v["kind"], v["reason"])
+			}
+			if d, _ := v["downCount"].(float64); d != 1 {
+				t.Errorf("downCount %v, want 1", v["downCount"])
+			}
+			if at(v, "workers", 0, "delivered") != false {
+				t.Errorf("worker %v reported delivered", at(v, "workers", 0))
+			}
+			t.Logf("coder requests: %d", s.count("m-coder"))
+		})
+	}
+}
