@@ -1,11 +1,17 @@
 package cli_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -520,6 +526,264 @@ func TestOutsideGraphWorkerEndpointFails(t *testing.T) {
 				t.Errorf("worker %v reported delivered", at(v, "workers", 0))
 			}
 			t.Logf("coder requests: %d", s.count("m-coder"))
+		})
+	}
+}
+
+// startAgentrtEP starts the built binary against the endpoint without
+// waiting; the caller kills or waits for it.
+func startAgentrtEP(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.Command(buildAgentrt(t), args...)
+	cmd.Env = append(os.Environ(), "OPENAI_API_KEY=sk-outside-graph")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	return cmd, &out, &errb
+}
+
+// journalHas polls the run dir's journal until a record satisfies ok, or
+// the deadline passes.
+func journalHas(t *testing.T, runDir string, what string, ok func(map[string]any) bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	path := filepath.Join(runDir, "spawn-journal.jsonl")
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(path); err == nil {
+			for line := range bytes.SplitSeq(b, []byte("\n")) {
+				var m map[string]any
+				if json.Unmarshal(line, &m) == nil && ok(m) {
+					return
+				}
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("the journal never held %s", what)
+}
+
+// Behaviour 46 through agentrt graph: the process is SIGKILLed while the
+// tester's answer is held at the endpoint, after the coder settled; the
+// --resume run replays the coder (no second coder request), runs what was
+// in flight, carries the ledger on (one delivered row per edge, traversal
+// 1, same worker ids) and ends with the winner an uninterrupted run has:
+// the coder's result, same outRef.
+func TestOutsideGraphResumeAfterKill(t *testing.T) {
+	dir := t.TempDir()
+	graph := epFile(t, dir, "g.json", gGraph([]string{leadNode, gNode("coder", "m-coder"), gNode("tester", "m-tester")},
+		[]string{`{"kind": "delegates", "from": "lead", "to": "coder", "directive": "delegate/implement/v1", "maxTraversals": 1}`,
+			`{"kind": "delegates", "from": "lead", "to": "tester", "directive": "delegate/test/v1", "maxTraversals": 1}`},
+		`{"maxTokens": 5000, "maxIterations": 6}`))
+	hold := make(chan struct{})
+	var held sync.Once
+	s := newEPServer(t,
+		managerTurns([]epCall{spawnCall("coder", "implement the parser"), spawnCall("tester", "test the parser")}, []epCall{awaitCall}, []epCall{awaitCall}),
+		func(r epRequest) epAnswer {
+			switch r.Model {
+			case "m-coder":
+				return epAnswer{Text: "RESULT parser implemented"}
+			case "m-tester":
+				a := epAnswer{Text: "RESULT tests pass"}
+				held.Do(func() { a.Hold = hold })
+				return a
+			}
+			return epAnswer{Status: 400}
+		})
+	rd := filepath.Join(dir, "run")
+	common := []string{"--provider", "openai", "--base-url", s.URL(), "--run-dir", rd, "--json", "--expect", "RESULT"}
+	cmd, _, _ := startAgentrtEP(t, append([]string{"graph", graph, "--task", "build a parser"}, common...)...)
+	journalHas(t, rd, "the coder's settlement", func(m map[string]any) bool {
+		return m["kind"] == "settled" && m["state"] == "done" && strings.HasSuffix(fmt.Sprint(m["node"]), ":s1")
+	})
+	// The tester's request is at the endpoint, held.
+	deadline := time.Now().Add(30 * time.Second)
+	for s.count("m-tester") == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if s.count("m-tester") == 0 {
+		t.Fatal("the tester never reached the endpoint")
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	close(hold)
+	coderBefore := s.count("m-coder")
+
+	r := runAgentrtEP(t, append([]string{"graph", graph, "--resume"}, common...)...)
+	if r.code != 0 {
+		t.Fatalf("resume exit %d, want 0\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if n := s.count("m-coder"); n != coderBefore || n != 1 {
+		t.Errorf("coder requests %d (before the resume %d), want 1: a committed worker ran again", n, coderBefore)
+	}
+	v := r.json(t)
+	if out, _ := v["out"].(string); out != "RESULT parser implemented" {
+		t.Errorf("winner out %q, want the coder's result", out)
+	}
+	ids := workerIDs(v)
+	if len(ids["coder"]) != 1 {
+		t.Fatalf("coder workers %v, want one", ids["coder"])
+	}
+	var coderRows, testerRows []ledgerRow
+	for _, row := range ledgerRows(v) {
+		switch row.To {
+		case "coder":
+			coderRows = append(coderRows, row)
+		case "tester":
+			testerRows = append(testerRows, row)
+		}
+	}
+	if len(coderRows) != 1 || coderRows[0].Outcome != "delivered" || coderRows[0].WorkerID != ids["coder"][0] {
+		t.Errorf("coder ledger rows %+v, want the one delivered traversal to %s", coderRows, ids["coder"][0])
+	}
+	if len(testerRows) != 1 || testerRows[0].Traversal != 1 {
+		t.Errorf("tester ledger rows %+v, want one traversal", testerRows)
+	}
+	if e := asList(v["exhaustedEdges"]); len(e) != 0 {
+		t.Errorf("exhaustedEdges %v after the resume, want none: the replay spent a cap", e)
+	}
+	if v["resumed"] != true {
+		t.Errorf("resumed %v, want true", v["resumed"])
+	}
+	// The tester was in flight when the process died: it is either run to
+	// its end by the resume or charged at its ceiling as never settled
+	// (behaviour 40) — never delivered without an answer.
+	for _, w := range asList(v["workers"]) {
+		if at(w, "profile") != "tester" || at(w, "state") == "done" {
+			continue
+		}
+		if at(w, "delivered") != false {
+			t.Errorf("unsettled tester %v reported delivered", w)
+		}
+		gap := false
+		for _, g := range asList(v["spendGaps"]) {
+			gap = gap || (at(g, "id") == at(w, "id") && at(g, "kind") == "never-settled")
+		}
+		if !gap || at(v, "spentTotal", "tokensKnown") != false {
+			t.Errorf("unsettled tester %v is not a never-settled spend gap: %v", at(w, "id"), v["spendGaps"])
+		}
+	}
+}
+
+// A graph budget that runs out mid-run: the pool's one iteration went to
+// the first coder, the second spawn is refused budget-exhausted before
+// the worker runs (ledgered unpropagated, 0 bytes), and the run ends
+// no-winner budget-exhausted — a lifecycle ending, so even with a spent
+// delegates cap along the way it is no cap error (exit 1, no cap on
+// stderr) — with the pool conserved: the spend is the manager's plus the
+// workers', within the budget's iterations.
+func TestOutsideGraphBudgetRunsOut(t *testing.T) {
+	dir := t.TempDir()
+	graph := gGraph([]string{leadNode, gNode("coder", "m-coder"), gNode("tester", "m-tester")},
+		[]string{`{"kind": "delegates", "from": "lead", "to": "coder", "directive": "delegate/v1", "maxTraversals": 1}`,
+			`{"kind": "delegates", "from": "lead", "to": "tester", "directive": "delegate/v1"}`},
+		`{"maxTokens": 5000, "maxIterations": 2}`)
+	s := newEPServer(t,
+		managerTurns([]epCall{spawnCall("coder", "first")}, []epCall{awaitCall},
+			[]epCall{spawnCall("coder", "again")}, []epCall{spawnCall("tester", "test")}, []epCall{awaitCall},
+			[]epCall{spawnCall("tester", "test again")}),
+		answerByModel(map[string]string{"m-coder": "not it", "m-tester": "not it either"}))
+	r := graphRun(t, s, dir, graph, "--expect", "RESULT")
+	if r.code != 1 {
+		t.Fatalf("exit %d, want 1\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	v := r.json(t)
+	if v["kind"] != "no-winner" || v["reason"] != "budget-exhausted" {
+		t.Errorf("kind %v reason %v, want no-winner budget-exhausted", v["kind"], v["reason"])
+	}
+	if strings.Contains(strings.ToLower(r.stderr), "cap") {
+		t.Errorf("a budget-exhausted run reported as the cap error:\n%s", r.stderr)
+	}
+	if diff := cmp.Diff([]any{"delegates:lead->coder"}, v["exhaustedEdges"]); diff != "" {
+		t.Errorf("exhaustedEdges (-want +got):\n%s", diff)
+	}
+	if c, tt := s.count("m-coder"), s.count("m-tester"); c != 1 || tt != 1 {
+		t.Errorf("worker requests coder %d tester %d, want 1 each", c, tt)
+	}
+	var outcomes []string
+	for _, x := range asList(v["ledger"]) {
+		outcomes = append(outcomes, fmt.Sprint(at(x, "to"), " ", at(x, "traversal"), " ", at(x, "outcome"), " ", at(x, "bytes")))
+		if at(x, "outcome") == "unpropagated" && at(x, "reason") == nil {
+			t.Errorf("unpropagated row %v gives no reason", x)
+		}
+	}
+	want := []string{"coder 1 delivered 206", "coder 2 unpropagated 0", "tester 1 delivered 205", "tester 2 unpropagated 0"}
+	for i := range want {
+		if i < len(outcomes) {
+			// the delivered rows' bytes depend on the built-in directive's
+			// length: compare up to the outcome.
+			w, g := want[i], outcomes[i]
+			if strings.Contains(w, "delivered") {
+				w, g = strings.TrimRight(w, "0123456789"), strings.TrimRight(g, "0123456789")
+			}
+			if w != g {
+				t.Errorf("ledger row %d %q, want %q", i, outcomes[i], want[i])
+			}
+		}
+	}
+	if len(outcomes) != len(want) {
+		t.Errorf("ledger %q, want %d rows", outcomes, len(want))
+	}
+	if it, _ := at(v, "spentTotal", "iterations").(float64); it != 2 {
+		t.Errorf("spentTotal.iterations %v, want 2 (the budget's)", at(v, "spentTotal", "iterations"))
+	}
+	total, _ := at(v, "spentTotal", "tokens", "total").(float64)
+	driver, _ := at(v, "spentBreakdown", "driverInference", "tokens", "total").(float64)
+	child, _ := at(v, "spentBreakdown", "childWork", "tokens", "total").(float64)
+	if total == 0 || total != driver+child || total > 5000 {
+		t.Errorf("tokens: total %v, driver %v + child %v: not conserved within 5000", total, driver, child)
+	}
+}
+
+// A graph run that traversed no edge still prints its result under
+// --json, with an empty ledger: the manager's own endpoint failing (HTTP
+// 500 on its first turn) ends the run driver-failed with error{name,
+// message}; a manager ending its turn without a spawn ends it without a
+// winner. Exit 1 either way, and no worker request.
+func TestOutsideGraphNoTraversalJSON(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		manager epAnswer
+		reason  string
+	}{
+		{"manager endpoint 500", epAnswer{Status: 500}, "driver-failed"},
+		{"manager spawns nothing", epAnswer{Text: "nothing to do"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			graph := gGraph([]string{leadNode, gNode("coder", "m-coder")},
+				[]string{`{"kind": "delegates", "from": "lead", "to": "coder", "directive": "delegate/v1"}`},
+				`{"maxTokens": 5000, "maxIterations": 2}`)
+			s := newEPServer(t, func(epRequest) epAnswer { return tc.manager },
+				func(epRequest) epAnswer { return epAnswer{Text: "RESULT"} })
+			r := graphRun(t, s, dir, graph, "--expect", "RESULT")
+			if r.code != 1 {
+				t.Fatalf("exit %d, want 1\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+			}
+			v := r.json(t)
+			if v["kind"] != "no-winner" || (tc.reason != "" && v["reason"] != tc.reason) {
+				t.Errorf("kind %v reason %v, want no-winner %s", v["kind"], v["reason"], tc.reason)
+			}
+			if l, ok := v["ledger"].([]any); !ok || len(l) != 0 {
+				t.Errorf("ledger %v, want []", v["ledger"])
+			}
+			if tc.reason == "driver-failed" {
+				if name, msg := at(v, "error", "name"), at(v, "error", "message"); name == nil || name == "" || msg == nil || msg == "" {
+					t.Errorf("driver-failed without error{name, message}: %v", v["error"])
+				}
+			}
+			if n := s.count("m-coder"); n != 0 {
+				t.Errorf("coder requests %d, want 0", n)
+			}
 		})
 	}
 }
