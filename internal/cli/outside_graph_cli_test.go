@@ -787,3 +787,48 @@ func TestOutsideGraphNoTraversalJSON(t *testing.T) {
 		})
 	}
 }
+
+// §3.7 analyzes with a built-in lens (failure-triage) run in process on
+// --analyst-model at the same endpoint: the coder's settle is analyzed
+// once, its findings reach the root, and the row is ledgered on the
+// analyzes edge (from the analyzed node, the source worker's id).
+func TestOutsideGraphLensAnalyst(t *testing.T) {
+	dir := t.TempDir()
+	graph := gGraph([]string{leadNode, gNode("coder", "m-coder")},
+		[]string{`{"kind": "delegates", "from": "lead", "to": "coder", "directive": "delegate/v1"}`,
+			`{"kind": "analyzes", "analyst": "failure-triage", "over": ["coder"], "to": "lead", "directive": "analyze/v1"}`},
+		`{"maxTokens": 20000, "maxIterations": 6}`)
+	s := newEPServer(t,
+		managerTurns([]epCall{spawnCall("coder", "do it")}, []epCall{awaitCall}, []epCall{awaitCall}),
+		answerByModel(map[string]string{"m-coder": "RESULT done", "m-analyst": "LENS-MARK: the coder ran no checks"}))
+	r := graphRun(t, s, dir, graph, "--expect", "RESULT", "--analyst-model", "m-analyst")
+	if r.code != 0 {
+		t.Fatalf("exit %d, want 0\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	v := r.json(t)
+	if n := s.count("m-analyst"); n == 0 {
+		t.Errorf("the lens never asked its model")
+	}
+	var rows []ledgerRow
+	for _, row := range ledgerRows(v) {
+		if row.Kind == "analyzes" {
+			rows = append(rows, row)
+		}
+	}
+	coder := workerIDs(v)["coder"]
+	if len(rows) != 1 || len(coder) != 1 {
+		t.Fatalf("analyzes rows %+v for coders %v, want one", rows, coder)
+	}
+	want := ledgerRow{Edge: "analyzes:failure-triage:coder->lead", Kind: "analyzes", From: "coder", To: "lead", Directive: "analyze/v1",
+		Outcome: "delivered", Continuity: "steer", WorkerID: coder[0], Traversal: 1}
+	if diff := cmp.Diff(want, rows[0]); diff != "" {
+		t.Errorf("analyzes row (-want +got):\n%s", diff)
+	}
+	heard := false
+	for _, q := range s.requests() {
+		heard = heard || (q.Manager && strings.Contains(q.Text, "LENS-MARK"))
+	}
+	if !heard {
+		t.Errorf("no manager request carried the lens's finding")
+	}
+}
