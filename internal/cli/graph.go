@@ -246,12 +246,14 @@ without a winner is also said on stderr), 2 on usage errors.`,
 			}
 			if asJSON {
 				v := journalLossValue(supervisedValue(res.Result, runDir), lost)
-				lv, err := canonjson.ToValue(res.Ledger)
-				if err != nil {
-					return err
-				}
-				if res.Ledger == nil {
-					lv = canonjson.ArrayValue(nil)
+				// A run that traversed no edge (its manager failed or
+				// ended before any spawn) has a nil ledger, which
+				// canonjson refuses as absent: it is an empty ledger.
+				lv := canonjson.ArrayValue(nil)
+				if len(res.Ledger) > 0 {
+					if lv, err = canonjson.ToValue(res.Ledger); err != nil {
+						return err
+					}
 				}
 				ex := make([]canonjson.Value, len(res.ExhaustedEdges))
 				for i, e := range res.ExhaustedEdges {
