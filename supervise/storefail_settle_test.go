@@ -53,25 +53,7 @@ func TestSettlementWhenJournalStoreStopsAnswering(t *testing.T) {
 			exec := newCounting(t, workerProvider(t))
 			o := baseOptions(t, exec, sequentialManager())
 			o.SpawnStore, o.SpawnLeaseTTL = cutting, lease
-			type outcome struct {
-				res supervise.SupervisedResult
-				err error
-			}
-			done := make(chan outcome, 1)
-			start := time.Now()
-			go func() {
-				res, err := supervise.Supervise(context.Background(), managerProfile(t, verbs2...), "ship", o)
-				done <- outcome{res, err}
-			}()
-			var got outcome
-			select {
-			case got = <-done:
-			case <-time.After(bound + time.Minute):
-				restore()
-				t.Fatalf("Supervise did not return %v after its journal store stopped answering", bound+time.Minute)
-			}
-			took := time.Since(start)
-			restore()
+			got, took := superviseWhileStoreFails(t, o, bound, restore)
 			t.Logf("returned after %v: status %q, winner %v, spent %+v, err %v", took.Round(time.Millisecond), got.res.Status, got.res.Winner != nil, got.res.Spent, got.err)
 			if !cutting.fired.Load() {
 				t.Fatalf("alpha's settlement was never journaled, so the store never stopped answering: %v", got.err)

@@ -56,25 +56,7 @@ func TestSpawnWhenJournalStoreStopsAnswering(t *testing.T) {
 			exec := newCounting(t, workerProvider(t))
 			o := baseOptions(t, exec, sequentialManager())
 			o.SpawnStore, o.SpawnLeaseTTL = cutting, lease
-			type outcome struct {
-				res supervise.SupervisedResult
-				err error
-			}
-			done := make(chan outcome, 1)
-			start := time.Now()
-			go func() {
-				res, err := supervise.Supervise(context.Background(), managerProfile(t, verbs2...), "ship", o)
-				done <- outcome{res, err}
-			}()
-			var got outcome
-			select {
-			case got = <-done:
-			case <-time.After(bound + time.Minute):
-				restore()
-				t.Fatalf("Supervise did not return %v after its journal store stopped answering", bound+time.Minute)
-			}
-			took := time.Since(start)
-			restore()
+			got, took := superviseWhileStoreFails(t, o, bound, restore)
 			if took > bound {
 				t.Errorf("Supervise returned after %v; want within %v", took, bound)
 			}
@@ -144,4 +126,36 @@ func TestOpenStoreSpawnLogWhenStoreHangs(t *testing.T) {
 		t.Fatalf("the open did not return %v after its store stopped answering", bound+time.Minute)
 	}
 	proxy.Restore()
+}
+
+// storeFailOutcome is what a Supervise whose journal store stopped
+// answering returned.
+type storeFailOutcome struct {
+	res supervise.SupervisedResult
+	err error
+}
+
+// superviseWhileStoreFails runs the sequential manager's run under o,
+// whose store stops answering at some append, and returns what it
+// returned and how long it took. A run that has not returned a minute
+// past bound fails the test; restore (which makes the store answer
+// again) runs either way before the result is read.
+func superviseWhileStoreFails(t *testing.T, o supervise.Options, bound time.Duration, restore func()) (storeFailOutcome, time.Duration) {
+	t.Helper()
+	done := make(chan storeFailOutcome, 1)
+	start := time.Now()
+	go func() {
+		res, err := supervise.Supervise(context.Background(), managerProfile(t, verbs2...), "ship", o)
+		done <- storeFailOutcome{res, err}
+	}()
+	var got storeFailOutcome
+	select {
+	case got = <-done:
+	case <-time.After(bound + time.Minute):
+		restore()
+		t.Fatalf("Supervise did not return %v after its journal store stopped answering", bound+time.Minute)
+	}
+	took := time.Since(start)
+	restore()
+	return got, took
 }
