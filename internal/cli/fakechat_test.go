@@ -26,28 +26,43 @@ type openAITurn struct {
 	Worker string
 }
 
+// chatRequest is what the tests' chat-completions servers read of a
+// request.
+type chatRequest struct {
+	Model  string `json:"model"`
+	Stream bool   `json:"stream"`
+	Tools  []struct {
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	} `json:"tools"`
+	Messages []struct {
+		Role    string `json:"role"`
+		Content any    `json:"content"`
+	} `json:"messages"`
+}
+
+// decodeChatRequest reads a chat-completions request. It answers the
+// request itself (and returns false) when it is not one.
+func decodeChatRequest(w http.ResponseWriter, r *http.Request) (chatRequest, bool) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 8<<20))
+	if err != nil || !strings.HasSuffix(r.URL.Path, "/chat/completions") {
+		http.Error(w, `{"error":{"message":"not a chat completion"}}`, http.StatusNotFound)
+		return chatRequest{}, false
+	}
+	var req chatRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		http.Error(w, `{"error":{"message":"bad json"}}`, http.StatusBadRequest)
+		return chatRequest{}, false
+	}
+	return req, true
+}
+
 // readOpenAITurn decodes a chat-completions request. It answers the
 // request itself (and returns false) when it is not one.
 func readOpenAITurn(w http.ResponseWriter, r *http.Request, plan []string) (openAITurn, bool) {
-	body, _ := io.ReadAll(io.LimitReader(r.Body, 8<<20))
-	if !strings.HasSuffix(r.URL.Path, "/chat/completions") {
-		http.Error(w, `{"error":{"message":"not a chat completion"}}`, http.StatusNotFound)
-		return openAITurn{}, false
-	}
-	var req struct {
-		Model string `json:"model"`
-		Tools []struct {
-			Function struct {
-				Name string `json:"name"`
-			} `json:"function"`
-		} `json:"tools"`
-		Messages []struct {
-			Role    string `json:"role"`
-			Content any    `json:"content"`
-		} `json:"messages"`
-	}
-	if err := json.Unmarshal(body, &req); err != nil {
-		http.Error(w, `{"error":{"message":"bad json"}}`, http.StatusBadRequest)
+	req, ok := decodeChatRequest(w, r)
+	if !ok {
 		return openAITurn{}, false
 	}
 	turn := openAITurn{Model: req.Model}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -110,26 +109,8 @@ func (s *epServer) count(model string) int {
 }
 
 func (s *epServer) serve(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, 8<<20))
-	if err != nil || !strings.HasSuffix(r.URL.Path, "/chat/completions") {
-		http.Error(w, `{"error":{"message":"not a chat completion"}}`, http.StatusNotFound)
-		return
-	}
-	var req struct {
-		Model  string `json:"model"`
-		Stream bool   `json:"stream"`
-		Tools  []struct {
-			Function struct {
-				Name string `json:"name"`
-			} `json:"function"`
-		} `json:"tools"`
-		Messages []struct {
-			Role    string `json:"role"`
-			Content any    `json:"content"`
-		} `json:"messages"`
-	}
-	if err := json.Unmarshal(body, &req); err != nil {
-		http.Error(w, `{"error":{"message":"bad json"}}`, http.StatusBadRequest)
+	req, ok := decodeChatRequest(w, r)
+	if !ok {
 		return
 	}
 	er := epRequest{Model: req.Model, Stream: req.Stream}

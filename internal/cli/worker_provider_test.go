@@ -20,14 +20,6 @@ type chatEndpoint struct {
 	requests []chatRequest
 }
 
-type chatRequest struct {
-	Model    string `json:"model"`
-	Messages []struct {
-		Role    string `json:"role"`
-		Content any    `json:"content"`
-	} `json:"messages"`
-}
-
 func newChatEndpoint(t *testing.T, answer string) *chatEndpoint {
 	t.Helper()
 	e := &chatEndpoint{}
