@@ -78,6 +78,8 @@ type outsideOutcome struct {
 	// ignoreCtx makes the worker not return when its context ends
 	// (a teardown never acknowledged).
 	ignoreCtx bool
+	// taken, when set, is closed once the worker took this outcome.
+	taken chan struct{}
 }
 
 func newOutsideWorkers() *outsideWorkers {
@@ -113,6 +115,9 @@ func (o *outsideWorkers) Execute(ctx context.Context, w supervise.Work) (supervi
 	started <- w
 	select {
 	case out := <-release:
+		if out.taken != nil {
+			close(out.taken)
+		}
 		if out.ask != nil {
 			out.res.Text += out.ask(ctx, w)
 			if ctx.Err() != nil {
@@ -249,6 +254,20 @@ func awaitKind(ctx context.Context, c *supervise.Coordinator, kind string) (*sup
 		return nil, errors.New("await_event returned no " + kind + " event")
 	}
 	return res.Event, nil
+}
+
+// awaitSettlementOf awaits settlements until id's, skipping the others
+// (a resumed run offers the earlier process's settlements again).
+func awaitSettlementOf(ctx context.Context, c *supervise.Coordinator, id supervise.NodeID) error {
+	for {
+		ev, err := awaitKind(ctx, c, supervise.EventSettled)
+		if err != nil {
+			return err
+		}
+		if ev.WorkerID == id {
+			return nil
+		}
+	}
 }
 
 // committed is a channel's committed amount in the pool.
