@@ -309,3 +309,55 @@ func captureBrainError(o *supervise.Options) *error {
 	})
 	return &got
 }
+
+// §9 stop ("nothing more is admitted") with §3.6 authorizeSpawn: a stop
+// made while the hook decides about a spawn refuses that spawn once the
+// hook answers (scope-settled, stopped), nothing reserved or run. The
+// spawn's own context (here one the stop does not end) is no part of
+// it. Before, the stop was read only before the hook, so the spawn was
+// admitted and its worker ran after the manager stopped.
+func TestAuthorizeSpawnStopWhileTheHookDecides(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	var ran atomic.Int32
+	o := baseOptions(t, supervise.ExecutorFunc(func(ctx context.Context, w supervise.Work) (supervise.WorkResult, error) {
+		ran.Add(1)
+		return supervise.WorkResult{Text: "DONE " + w.Task, Spent: fullSpend(1)}, nil
+	}), nil)
+	o.AuthorizeSpawn = func(r supervise.SpawnRequest) error {
+		close(entered)
+		<-release
+		return nil
+	}
+	var spawnErr error
+	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		spawned := make(chan error, 1)
+		go func() {
+			_, err := c.Spawn(context.WithoutCancel(ctx), supervise.SpawnArgs{Profile: "writer", Task: "late"})
+			spawned <- err
+		}()
+		<-entered
+		if _, err := c.Stop(supervise.StopArgs{Reason: "enough"}); err != nil {
+			return supervise.BrainReport{}, err
+		}
+		once.Do(func() { close(release) })
+		spawnErr = <-spawned
+		return supervise.BrainReport{}, nil
+	})
+	before := time.Now()
+	res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker, supervise.VerbStop), "ship", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r *supervise.Refusal
+	if !errors.As(spawnErr, &r) || r.Code != supervise.CodeScopeSettled {
+		t.Errorf("a spawn whose hook answered after the stop = %v; want refused scope-settled", spawnErr)
+	}
+	if len(res.Tree) != 0 || ran.Load() != 0 {
+		t.Errorf("after the stop: tree %+v, %d workers ran; want none", res.Tree, ran.Load())
+	}
+	if took := time.Since(before); took > 30*time.Second {
+		t.Errorf("the run took %s", took)
+	}
+}

@@ -530,6 +530,16 @@ func (c *Coordinator) Spawn(ctx context.Context, a SpawnArgs) (SpawnResult, erro
 		c.spawnMu.Unlock()
 		err = c.scope.authorizeFirst(ctx, req)
 		c.spawnMu.Lock()
+		if err == nil {
+			// A stop made while the hook decided admits nothing more
+			// (the scope's own fences, abort and close, admit checks).
+			c.mu.Lock()
+			stopped := c.stopped
+			c.mu.Unlock()
+			if stopped {
+				err = c.refusal(CodeScopeSettled, "stopped", "the manager stopped")
+			}
+		}
 	}
 	if err == nil {
 		reply, tk, err = c.admitQueued(ctx, req, doc, runtime, true)
