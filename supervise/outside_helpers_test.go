@@ -188,8 +188,10 @@ var passIfContains = supervise.Deliverable{
 	},
 }
 
-// outsideRun runs Supervise with a coded brain; the brain's error, if any,
-// is the scenario's to judge through the result.
+// outsideRun runs Supervise with a coded brain; the brain's error fails
+// the scenario unless the run's context had ended (a scenario that cuts
+// the run): a run with a delivered child ends winner whatever its brain
+// returned, which would hide it.
 type outsideRun struct {
 	t       *testing.T
 	workers *outsideWorkers
@@ -227,7 +229,11 @@ func (r *outsideRun) driveCtx(parent context.Context, brain func(ctx context.Con
 	defer cancel()
 	o := r.opts
 	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
-		return supervise.BrainReport{}, brain(ctx, c)
+		err := brain(ctx, c)
+		if err != nil && ctx.Err() == nil {
+			r.t.Errorf("the scenario's brain failed: %v", err)
+		}
+		return supervise.BrainReport{}, err
 	})
 	return supervise.Supervise(ctx, outsideProfile(r.t, outsideManagerDoc), "outside scenario", o)
 }
