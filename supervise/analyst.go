@@ -599,28 +599,37 @@ func (c *Coordinator) RunAnalyst(ctx context.Context, a RunAnalystArgs) (RunAnal
 		n := int64(*lens.Limits.Iterations)
 		req.Budget.Iterations = &n
 	}
-	c.mu.Lock()
-	stopped := c.stopped
-	c.mu.Unlock()
-	switch {
-	case stopped:
-		return RunAnalystResult{}, c.refusal(CodeScopeSettled, "stopped", "the manager stopped")
-	case c.workCtx != nil && c.workCtx.Err() != nil:
-		// The brain returned (or the run was cancelled): an analyst
-		// admitted now would only be cancelled, its reservation wasted.
-		return RunAnalystResult{}, c.refusal(CodeScopeSettled, "ended", "the run is ending; nothing more runs")
+	if err := c.analystEnded(); err != nil {
+		return RunAnalystResult{}, err
 	}
 	c.spawnMu.Lock()
-	defer c.spawnMu.Unlock()
 	if !c.requested[req.Key] {
 		// The intent is durable before the analyst is: a process that
 		// dies before the spawn record leaves it for the resumed run.
 		if err := c.log.append(ctx, Record{Kind: KindAnalysisRequested, Key: req.Key, Label: lens.ID, Node: a.WorkerID}); err != nil {
+			c.spawnMu.Unlock()
 			return RunAnalystResult{}, err
 		}
 		c.requested[req.Key] = true
 	}
-	reply, err := c.admit(ctx, req, canonjson.Value{})
+	authorized := c.scope.opts.AuthorizeSpawn != nil
+	if authorized {
+		// The caller's hook decides without spawnMu, as it does for
+		// spawn_worker (Spawn): the other workers' settlements and verbs
+		// go on meanwhile, and the scope checks its fences again when it
+		// admits.
+		c.spawnMu.Unlock()
+		err := c.scope.authorizeFirst(ctx, req)
+		if err == nil {
+			err = c.analystEnded()
+		}
+		if err != nil {
+			return RunAnalystResult{}, c.spawnRefused(req, err)
+		}
+		c.spawnMu.Lock()
+	}
+	defer c.spawnMu.Unlock()
+	reply, err := c.admit(ctx, req, canonjson.Value{}, authorized)
 	if err != nil {
 		return RunAnalystResult{}, err
 	}
@@ -636,6 +645,23 @@ func (c *Coordinator) RunAnalyst(ctx context.Context, a RunAnalystArgs) (RunAnal
 	}
 	c.startAnalyst(reply.Node, p, req.Task, reply, lens, a.WorkerID)
 	return out, nil
+}
+
+// analystEnded is run_analyst's refusal when this manager stopped or the
+// run is ending, nil while an analyst may start.
+func (c *Coordinator) analystEnded() error {
+	c.mu.Lock()
+	stopped := c.stopped
+	c.mu.Unlock()
+	switch {
+	case stopped:
+		return c.refusal(CodeScopeSettled, "stopped", "the manager stopped")
+	case c.workCtx != nil && c.workCtx.Err() != nil:
+		// The brain returned (or the run was cancelled): an analyst
+		// admitted now would only be cancelled, its reservation wasted.
+		return c.refusal(CodeScopeSettled, "ended", "the run is ending; nothing more runs")
+	}
+	return nil
 }
 
 // analystProfile is the profile lens's analyst runs: the lens's

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -142,9 +143,13 @@ func TestAuthorizeSpawnDecidesWhileTheRunGoesOn(t *testing.T) {
 		}
 		return supervise.BrainReport{}, nil
 	})
+	brainErr := captureBrainError(&o)
 	res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "ship", o)
 	if err != nil || res.Error != nil || res.Status != supervise.StatusWinner || len(res.Tree) != 2 {
 		t.Fatalf("Supervise = %+v, %v; want a winner over alpha and beta", res, err)
+	}
+	if err := *brainErr; err != nil {
+		t.Fatal(err) // a winner's result hides its brain's failure
 	}
 }
 
@@ -227,5 +232,132 @@ func TestAuthorizeSpawnIsNotAskedForAReplayedSpawnBehaviour46(t *testing.T) {
 	}
 	if d := cmp.Diff([]string{"write beta"}, asked); d != "" {
 		t.Errorf("AuthorizeSpawn asked about (-want +got):\n%s", d)
+	}
+}
+
+// §3.6 authorizeSpawn, §9 run_analyst: an analyst is a spawn, and the
+// hook deciding about it holds the run no more than it does a worker's
+// spawn_worker. A worker that settles while the hook decides about an
+// analyst reaches await_event before the hook answers. Before, run_analyst
+// asked the hook with the coordinator's spawn lock held (admitQueued's
+// unauthorized path), so the settlement waited for the hook, up to
+// DefaultAuthorizeSpawnTimeout (10 s), and await_event answered nothing.
+func TestAuthorizeSpawnDecidesAboutAnAnalystWhileTheRunGoesOn(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	o := baseOptions(t, supervise.ExecutorFunc(func(ctx context.Context, w supervise.Work) (supervise.WorkResult, error) {
+		if w.Task == "beta" {
+			<-entered // beta settles while the hook decides about the analyst
+		}
+		return supervise.WorkResult{Text: "DONE " + w.Task, Spent: fullSpend(1)}, nil
+	}), nil)
+	o.AuthorizeSpawn = func(r supervise.SpawnRequest) error {
+		if strings.HasPrefix(r.Label, "analyst:") {
+			close(entered)
+			<-release
+		}
+		return nil
+	}
+	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		alpha, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: "alpha"})
+		if err != nil {
+			return supervise.BrainReport{}, err
+		}
+		if ev, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60_000, Kinds: []string{supervise.EventSettled}}); err != nil || ev.Event == nil {
+			return supervise.BrainReport{}, fmt.Errorf("alpha's settlement: %+v, %v", ev, err)
+		}
+		if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: "beta"}); err != nil {
+			return supervise.BrainReport{}, err
+		}
+		analysed := make(chan error, 1)
+		go func() {
+			_, err := c.RunAnalyst(ctx, supervise.RunAnalystArgs{Kind: "failure-triage", WorkerID: alpha.WorkerID})
+			analysed <- err
+		}()
+		<-entered
+		ev, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 5_000, Kinds: []string{supervise.EventSettled}})
+		once.Do(func() { close(release) })
+		if err != nil || ev.Event == nil {
+			return supervise.BrainReport{}, fmt.Errorf("while the hook decided about the analyst, await_event gave %+v, %v; want beta's settlement", ev, err)
+		}
+		if err := <-analysed; err != nil {
+			return supervise.BrainReport{}, fmt.Errorf("run_analyst: %w", err)
+		}
+		return supervise.BrainReport{}, nil
+	})
+	brainErr := captureBrainError(&o)
+	res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "ship", o)
+	if err != nil || res.Error != nil || len(res.Tree) != 3 {
+		t.Fatalf("Supervise = %+v, %v; want alpha, beta and the analyst", res, err)
+	}
+	if err := *brainErr; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// captureBrainError wraps o's Brain so that its error is kept for the
+// test: a run with a delivered child ends winner whatever its brain
+// returned, so the result alone does not show the brain's failure.
+func captureBrainError(o *supervise.Options) *error {
+	var got error
+	b := o.Brain
+	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, task string) (supervise.BrainReport, error) {
+		r, err := b.Drive(ctx, c, task)
+		got = err
+		return r, err
+	})
+	return &got
+}
+
+// §9 stop ("nothing more is admitted") with §3.6 authorizeSpawn: a stop
+// made while the hook decides about a spawn refuses that spawn once the
+// hook answers (scope-settled, stopped), nothing reserved or run. The
+// spawn's own context (here one the stop does not end) is no part of
+// it. Before, the stop was read only before the hook, so the spawn was
+// admitted and its worker ran after the manager stopped.
+func TestAuthorizeSpawnStopWhileTheHookDecides(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	var ran atomic.Int32
+	o := baseOptions(t, supervise.ExecutorFunc(func(ctx context.Context, w supervise.Work) (supervise.WorkResult, error) {
+		ran.Add(1)
+		return supervise.WorkResult{Text: "DONE " + w.Task, Spent: fullSpend(1)}, nil
+	}), nil)
+	o.AuthorizeSpawn = func(r supervise.SpawnRequest) error {
+		close(entered)
+		<-release
+		return nil
+	}
+	var spawnErr error
+	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		spawned := make(chan error, 1)
+		go func() {
+			_, err := c.Spawn(context.WithoutCancel(ctx), supervise.SpawnArgs{Profile: "writer", Task: "late"})
+			spawned <- err
+		}()
+		<-entered
+		if _, err := c.Stop(supervise.StopArgs{Reason: "enough"}); err != nil {
+			return supervise.BrainReport{}, err
+		}
+		once.Do(func() { close(release) })
+		spawnErr = <-spawned
+		return supervise.BrainReport{}, nil
+	})
+	before := time.Now()
+	res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker, supervise.VerbStop), "ship", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r *supervise.Refusal
+	if !errors.As(spawnErr, &r) || r.Code != supervise.CodeScopeSettled {
+		t.Errorf("a spawn whose hook answered after the stop = %v; want refused scope-settled", spawnErr)
+	}
+	if len(res.Tree) != 0 || ran.Load() != 0 {
+		t.Errorf("after the stop: tree %+v, %d workers ran; want none", res.Tree, ran.Load())
+	}
+	if took := time.Since(before); took > 30*time.Second {
+		t.Errorf("the run took %s", took)
 	}
 }

@@ -137,7 +137,13 @@ func (s *Scope) chargedLocked(n *node, spent ledger.Spend) {
 			p.carve.kids[ch] += *c
 		}
 	}
-	add(ledger.ChannelTokens, spent.Tokens, n.Reserved.Tokens)
+	tokens := spent.Tokens
+	if f := tokensAtLeast(spent); tokens == nil && n.Reserved.Tokens != nil && f > *n.Reserved.Tokens {
+		// Unreported, but at least a floor past its ceiling: the pool
+		// it was drawn from charged the floor (ledger's Settle).
+		tokens = &f
+	}
+	add(ledger.ChannelTokens, tokens, n.Reserved.Tokens)
 	add(ledger.ChannelIterations, spent.Iterations, n.Reserved.Iterations)
 	if p.carve.usdCapped {
 		add(ledger.ChannelUSD, spent.MicroUSD, n.Reserved.MicroUSD)
@@ -172,7 +178,7 @@ func (s *Scope) chargedLocked(n *node, spent ledger.Spend) {
 		if usd == nil {
 			usd = &zero
 		}
-		_ = p.carve.gate.Settle(t, ledger.Spend{Tokens: charge(spent.Tokens, n.Reserved.Tokens), Iterations: &zero,
+		_ = p.carve.gate.Settle(t, ledger.Spend{Tokens: charge(tokens, n.Reserved.Tokens), Iterations: &zero,
 			MicroUSD: usd}) // an open ticket of known channels: cannot fail
 	}
 }
@@ -339,7 +345,8 @@ func (s *Scope) turnGate(id NodeID, left ledger.Budget, now func() time.Time) (*
 // when its ticket settles, n having itself spent own: own plus its
 // children's charges and its live children's reservations, less what
 // spilled over already; a channel own left unknown stays unknown
-// (charged at n's ceiling). s.mu is held.
+// (charged at n's ceiling, or on tokens at own's floor plus the same
+// when that is more). s.mu is held.
 func (s *Scope) subtreeSpendLocked(n *node, own ledger.Spend) ledger.Spend {
 	if n.carve == nil {
 		return own
@@ -354,6 +361,17 @@ func (s *Scope) subtreeSpendLocked(n *node, own ledger.Spend) ledger.Spend {
 	}
 	out := ledger.Spend{Tokens: sum(ledger.ChannelTokens, own.Tokens), Iterations: sum(ledger.ChannelIterations, own.Iterations),
 		MicroUSD: sum(ledger.ChannelUSD, own.MicroUSD)}
+	if own.Tokens == nil {
+		// Its own tokens unreported, but at least a floor (a turn cut
+		// after reporting usage): the subtree spent at least that on top
+		// of its children's, so the pool charges no less (ledger's
+		// Settle: the larger of the ceiling and the floor).
+		if f := tokensAtLeast(own); f > 0 {
+			if t := sum(ledger.ChannelTokens, &f); *t > 0 && *t <= ledger.MaxQuantity {
+				out.TokensFloor = t
+			}
+		}
+	}
 	if len(own.Resources) > 0 {
 		out.Resources = make(map[string]*int64, len(own.Resources))
 		for name, v := range own.Resources {

@@ -530,6 +530,16 @@ func (c *Coordinator) Spawn(ctx context.Context, a SpawnArgs) (SpawnResult, erro
 		c.spawnMu.Unlock()
 		err = c.scope.authorizeFirst(ctx, req)
 		c.spawnMu.Lock()
+		if err == nil {
+			// A stop made while the hook decided admits nothing more
+			// (the scope's own fences, abort and close, admit checks).
+			c.mu.Lock()
+			stopped := c.stopped
+			c.mu.Unlock()
+			if stopped {
+				err = c.refusal(CodeScopeSettled, "stopped", "the manager stopped")
+			}
+		}
 	}
 	if err == nil {
 		reply, tk, err = c.admitQueued(ctx, req, doc, runtime, true)
@@ -571,15 +581,18 @@ func (c *Coordinator) Spawn(ctx context.Context, a SpawnArgs) (SpawnResult, erro
 // released and returned as an error.
 //
 // doc is an authored profile's document, journaled with its digest so
-// a resumed run can run the same profile again.
-func (c *Coordinator) admit(ctx context.Context, req SpawnRequest, doc canonjson.Value) (SpawnReply, error) {
-	return c.admitAs(ctx, req, doc, "")
+// a resumed run can run the same profile again. authorized says the
+// caller had req through Scope.authorizeFirst, without spawnMu
+// (AuthorizeSpawn is not asked again); otherwise the hook is asked here,
+// with spawnMu held.
+func (c *Coordinator) admit(ctx context.Context, req SpawnRequest, doc canonjson.Value, authorized bool) (SpawnReply, error) {
+	return c.admitAs(ctx, req, doc, "", authorized)
 }
 
 // admitAs is admit of a worker that runs on runtime: RuntimeManager,
 // journaled on its spawn record, marks a nested manager; "" any other.
-func (c *Coordinator) admitAs(ctx context.Context, req SpawnRequest, doc canonjson.Value, runtime string) (SpawnReply, error) {
-	reply, tk, err := c.admitQueued(ctx, req, doc, runtime, false)
+func (c *Coordinator) admitAs(ctx context.Context, req SpawnRequest, doc canonjson.Value, runtime string, authorized bool) (SpawnReply, error) {
+	reply, tk, err := c.admitQueued(ctx, req, doc, runtime, authorized)
 	if err != nil {
 		return SpawnReply{}, err
 	}
@@ -592,9 +605,6 @@ func (c *Coordinator) admitAs(ctx context.Context, req SpawnRequest, doc canonjs
 	return reply, nil
 }
 
-// admitQueued is admitAs up to the spawn record's place in the journal:
-// c.spawnMu is held, and the caller commits the returned ticket (nil for
-// a key's committed result, which journals nothing) with
 // spawnRefused is err, a spawn's refusal, after noting what it says of
 // the run: a pool that ran out ends the run budget-exhausted; a dollar
 // request under a root without a dollar ceiling (usd-unbudgeted) ran
@@ -611,6 +621,9 @@ func (c *Coordinator) spawnRefused(req SpawnRequest, err error) error {
 	return err
 }
 
+// admitQueued is admitAs up to the spawn record's place in the journal:
+// c.spawnMu is held, and the caller commits the returned ticket (nil for
+// a key's committed result, which journals nothing) with
 // commitAdmitted once it released spawnMu, so the journal's order is the
 // scope's while concurrent spawns and settlements share fsyncs.
 //

@@ -78,6 +78,8 @@ type outsideOutcome struct {
 	// ignoreCtx makes the worker not return when its context ends
 	// (a teardown never acknowledged).
 	ignoreCtx bool
+	// taken, when set, is closed once the worker took this outcome.
+	taken chan struct{}
 }
 
 func newOutsideWorkers() *outsideWorkers {
@@ -113,6 +115,9 @@ func (o *outsideWorkers) Execute(ctx context.Context, w supervise.Work) (supervi
 	started <- w
 	select {
 	case out := <-release:
+		if out.taken != nil {
+			close(out.taken)
+		}
 		if out.ask != nil {
 			out.res.Text += out.ask(ctx, w)
 			if ctx.Err() != nil {
@@ -183,8 +188,10 @@ var passIfContains = supervise.Deliverable{
 	},
 }
 
-// outsideRun runs Supervise with a coded brain; the brain's error, if any,
-// is the scenario's to judge through the result.
+// outsideRun runs Supervise with a coded brain; the brain's error fails
+// the scenario unless the run's context had ended (a scenario that cuts
+// the run): a run with a delivered child ends winner whatever its brain
+// returned, which would hide it.
 type outsideRun struct {
 	t       *testing.T
 	workers *outsideWorkers
@@ -222,7 +229,11 @@ func (r *outsideRun) driveCtx(parent context.Context, brain func(ctx context.Con
 	defer cancel()
 	o := r.opts
 	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
-		return supervise.BrainReport{}, brain(ctx, c)
+		err := brain(ctx, c)
+		if err != nil && ctx.Err() == nil {
+			r.t.Errorf("the scenario's brain failed: %v", err)
+		}
+		return supervise.BrainReport{}, err
 	})
 	return supervise.Supervise(ctx, outsideProfile(r.t, outsideManagerDoc), "outside scenario", o)
 }
@@ -249,6 +260,20 @@ func awaitKind(ctx context.Context, c *supervise.Coordinator, kind string) (*sup
 		return nil, errors.New("await_event returned no " + kind + " event")
 	}
 	return res.Event, nil
+}
+
+// awaitSettlementOf awaits settlements until id's, skipping the others
+// (a resumed run offers the earlier process's settlements again).
+func awaitSettlementOf(ctx context.Context, c *supervise.Coordinator, id supervise.NodeID) error {
+	for {
+		ev, err := awaitKind(ctx, c, supervise.EventSettled)
+		if err != nil {
+			return err
+		}
+		if ev.WorkerID == id {
+			return nil
+		}
+	}
 }
 
 // committed is a channel's committed amount in the pool.

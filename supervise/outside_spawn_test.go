@@ -144,8 +144,10 @@ func TestOutsideKeyedSpawnsAcrossResume(t *testing.T) {
 		}
 		r2.workers.waitStarted(t, "t2")
 		r2.workers.finish("t2", "PASS two")
-		_, err = awaitKind(ctx, c, supervise.EventSettled)
-		return err
+		// The resumed run offers the first run's settlements again
+		// (Replayed); the retry's is the one to wait for, or the run
+		// ends with the retry cancelled (10 tokens, not 100).
+		return awaitSettlementOf(ctx, c, retry.WorkerID)
 	})
 	if err != nil {
 		t.Fatalf("resumed Supervise: %v", err)
@@ -175,7 +177,13 @@ func TestOutsideCrashChild(t *testing.T) {
 	r := newOutsideRun(t)
 	r.opts.RunDir = filepath.Join(dir, "run")
 	r.opts.Executor = supervise.ExecutorFunc(func(ctx context.Context, w supervise.Work) (supervise.WorkResult, error) {
-		if err := os.WriteFile(filepath.Join(dir, "started"), []byte(w.Node), 0o600); err != nil {
+		// Written whole, then renamed: the parent kills this process as
+		// soon as the marker exists, and must never read it empty.
+		tmp := filepath.Join(dir, "started.tmp")
+		if err := os.WriteFile(tmp, []byte(w.Node), 0o600); err != nil {
+			return supervise.WorkResult{}, err
+		}
+		if err := os.Rename(tmp, filepath.Join(dir, "started")); err != nil {
 			return supervise.WorkResult{}, err
 		}
 		<-ctx.Done()
@@ -587,7 +595,16 @@ func TestOutsideTeardownNeverAcknowledged(t *testing.T) {
 		}
 		id = sp.WorkerID
 		r.workers.waitStarted(t, "a")
-		r.workers.finishWith("a", outsideOutcome{ignoreCtx: true})
+		// The worker takes its outcome before the stop cancels it: a
+		// worker still choosing between its outcome and its cancelled
+		// context may take the cancellation and settle.
+		taken := make(chan struct{})
+		r.workers.finishWith("a", outsideOutcome{ignoreCtx: true, taken: taken})
+		select {
+		case <-taken:
+		case <-time.After(outsideWait):
+			return errors.New("the worker did not take its outcome")
+		}
 		_, err = c.Stop(supervise.StopArgs{Reason: "enough"})
 		return err
 	})

@@ -180,6 +180,12 @@ func TreeCharged(nodes []NodeInfo) (counted []SpentTotal, gaps [][]string) {
 				if c := ceilingOf(n.Reserved, ch); c != nil {
 					left = max(0, *c-k[ch])
 				}
+				if ch == ledger.ChannelTokens && !holds[i] {
+					// Its own incomplete receipt's floor is spent on top of
+					// its children's: the pool charged its subtree at least
+					// that much more (subtreeSpendLocked).
+					left = max(left, ownTokensFloor(n))
+				}
 				setChannel(&spent, ch, left)
 			}
 		}
@@ -204,6 +210,15 @@ func TreeCharged(nodes []NodeInfo) (counted []SpentTotal, gaps [][]string) {
 		}
 	}
 	return counted, gaps
+}
+
+// ownTokensFloor is the valid TokensFloor of n's settlement when its
+// tokens are unreported, else 0.
+func ownTokensFloor(n NodeInfo) int64 {
+	if n.Settlement == nil || n.Settlement.Spent.Tokens != nil {
+		return 0
+	}
+	return tokensAtLeast(n.Settlement.Spent)
 }
 
 // ceilingOf is b's ceiling on ledger channel ch, nil when it has none.

@@ -1,0 +1,149 @@
+package supervise_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/agentrt/agentrt/ledger"
+	"github.com/agentrt/agentrt/profile"
+	"github.com/agentrt/agentrt/supervise"
+)
+
+// Spec §6 (a charge is never below what is known to have been spent),
+// behaviours 41 and 42 for a nested manager: a lead whose own turn was
+// cut after reporting usage (an incomplete receipt: its tokens unknown,
+// at least the floor) settles with that floor, and the run's pool and
+// its result agree on it: the lead's subtree is charged the larger of
+// its grant and its floor plus its children's spend, tokens unknown.
+// Before, the lead's carved settlement (subtreeSpendLocked) dropped the
+// floor: the pool charged its grant while the result's tree counted the
+// floor (no child), or both charged the grant (a child: the floor lost).
+func TestNestedManagerCutTurnFloorPoolAndResultAgree(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		grant, floor int64
+		child        bool
+		want         int64
+	}{
+		{name: "floor past the grant", grant: 100, floor: 150, want: 150},
+		{name: "floor within the grant", grant: 200, floor: 150, want: 200},
+		// The child spends 1 token of its 100 (fullSpend(1)).
+		{name: "floor and a child past the grant", grant: 300, floor: 350, child: true, want: 351},
+		{name: "floor and a child within the grant", grant: 300, floor: 250, child: true, want: 300},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := nestedOptions(t, supervise.ExecutorFunc(func(context.Context, supervise.Work) (supervise.WorkResult, error) {
+				return supervise.WorkResult{Text: "DONE", Spent: fullSpend(1)}, nil
+			}), nil, nil)
+			o.ManagerBrain = func(*profile.Profile) supervise.Brain {
+				return goLead(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+					if tc.child {
+						tokens, iterations, usd := int64(100), int64(1), 0.01
+						if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: "w",
+							Budget: &supervise.SpawnBudget{Tokens: &tokens, Iterations: &iterations, USD: &usd}}); err != nil {
+							return supervise.BrainReport{}, err
+						}
+						if ev, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60_000, Kinds: []string{supervise.EventSettled}}); err != nil || ev.Event == nil {
+							return supervise.BrainReport{}, fmt.Errorf("the writer's settlement: %+v, %v", ev, err)
+						}
+					}
+					cut := ledger.Usage{InputTokens: ledger.Amount[int64]{Value: tc.floor, Reported: true}, CostUSD: ledger.ExactAmount(0.0)}
+					return supervise.BrainReport{Text: "lead cut"}, c.Meter(ctx, cut)
+				})
+			}
+			var committed int64
+			var brainErr error
+			o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+				grantT, grantI, grantUSD := tc.grant, int64(2), 0.05
+				if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "lead", Task: "lead", Label: "lead",
+					Budget: &supervise.SpawnBudget{Tokens: &grantT, Iterations: &grantI, USD: &grantUSD}}); err != nil {
+					brainErr = err
+					return supervise.BrainReport{}, err
+				}
+				if ev, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60_000, Kinds: []string{supervise.EventSettled}}); err != nil || ev.Event == nil {
+					brainErr = fmt.Errorf("the lead's settlement: %+v, %v", ev, err)
+					return supervise.BrainReport{}, brainErr
+				}
+				r := c.Readout()
+				checkConservedReadout(t, r)
+				committed = r.Channels[ledger.ChannelTokens].Committed
+				return supervise.BrainReport{}, nil
+			})
+			res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o)
+			if err != nil || brainErr != nil {
+				t.Fatal(err, brainErr)
+			}
+			if len(res.Tree) == 0 || res.Tree[0].State != supervise.StateDone {
+				t.Fatalf("tree = %+v, want the lead done", res.Tree)
+			}
+			if committed != tc.want {
+				t.Errorf("the run's pool committed %d tokens for the lead's subtree, want %d", committed, tc.want)
+			}
+			if res.Spent.TokensKnown || res.Spent.Tokens != tc.want {
+				t.Errorf("the result's spend is %d tokens (known %v), want %d, unknown, as the pool's", res.Spent.Tokens, res.Spent.TokensKnown, tc.want)
+			}
+		})
+	}
+}
+
+// The same one level down: a sub-lead (a nested manager under the lead)
+// granted 100 tokens whose own turn was cut after reporting 150 is
+// charged 150 in the lead's carved pool, so the lead's subtree, settled
+// known, is charged 150 in the run's pool, as the result counts it.
+// Before, the lead's carved pool noted the sub-lead's charge at its
+// 100-token ceiling (chargedLocked), and the run's pool charged 100.
+func TestNestedSubLeadCutTurnFloorReachesTheRunPool(t *testing.T) {
+	o := nestedOptions(t, supervise.ExecutorFunc(func(context.Context, supervise.Work) (supervise.WorkResult, error) {
+		return supervise.WorkResult{Text: "DONE", Spent: fullSpend(1)}, nil
+	}), nil, nil)
+	o.ManagerBrain = func(*profile.Profile) supervise.Brain {
+		return goLead(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+			if c.Self() != "run1:s1" { // the sub-lead
+				cut := ledger.Usage{InputTokens: ledger.Amount[int64]{Value: 150, Reported: true}, CostUSD: ledger.ExactAmount(0.0)}
+				return supervise.BrainReport{Text: "sub-lead cut"}, c.Meter(ctx, cut)
+			}
+			tokens, iterations, usd := int64(100), int64(1), 0.01
+			if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "lead", Task: "sub", Label: "sub",
+				Budget: &supervise.SpawnBudget{Tokens: &tokens, Iterations: &iterations, USD: &usd}}); err != nil {
+				return supervise.BrainReport{}, err
+			}
+			if ev, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60_000, Kinds: []string{supervise.EventSettled}}); err != nil || ev.Event == nil {
+				return supervise.BrainReport{}, fmt.Errorf("the sub-lead's settlement: %+v, %v", ev, err)
+			}
+			return supervise.BrainReport{Text: "lead"}, c.Meter(ctx, ledger.Usage{InputTokens: ledger.ExactAmount[int64](0),
+				OutputTokens: ledger.ExactAmount[int64](0), CostUSD: ledger.ExactAmount(0.0)})
+		})
+	}
+	var committed int64
+	var brainErr error
+	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		grantT, grantI, grantUSD := int64(300), int64(2), 0.05
+		if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "lead", Task: "lead", Label: "lead",
+			Budget: &supervise.SpawnBudget{Tokens: &grantT, Iterations: &grantI, USD: &grantUSD}}); err != nil {
+			brainErr = err
+			return supervise.BrainReport{}, err
+		}
+		if ev, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60_000, Kinds: []string{supervise.EventSettled}}); err != nil || ev.Event == nil {
+			brainErr = fmt.Errorf("the lead's settlement: %+v, %v", ev, err)
+			return supervise.BrainReport{}, brainErr
+		}
+		r := c.Readout()
+		checkConservedReadout(t, r)
+		committed = r.Channels[ledger.ChannelTokens].Committed
+		return supervise.BrainReport{}, nil
+	})
+	res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o)
+	if err != nil || brainErr != nil {
+		t.Fatal(err, brainErr)
+	}
+	if len(res.Tree) != 2 || res.Tree[0].State != supervise.StateDone || res.Tree[1].State != supervise.StateDone {
+		t.Fatalf("tree = %+v, want the lead and its sub-lead done", res.Tree)
+	}
+	if committed != 150 {
+		t.Errorf("the run's pool committed %d tokens for the lead's subtree, want the sub-lead's 150-token floor", committed)
+	}
+	if res.Spent.TokensKnown || res.Spent.Tokens != 150 {
+		t.Errorf("the result's spend is %d tokens (known %v), want 150, unknown, as the pool's", res.Spent.Tokens, res.Spent.TokensKnown)
+	}
+}
