@@ -208,17 +208,33 @@ func TestAuthorizeSpawnFencesAreCheckedAgainAfterTheHook(t *testing.T) {
 // replay asked again, and a hook that now refused (a quota, a policy
 // changed since) failed the resume ("replaying spawn of run1:s1").
 func TestAuthorizeSpawnIsNotAskedForAReplayedSpawnBehaviour46(t *testing.T) {
+	// A manager in code spawns alpha, awaits it, spawns beta, awaits it:
+	// a resumed one makes the same calls from the start (a scripted
+	// router manager would resume from its journaled transcript, whose
+	// length at the cut depends on timing).
+	brain := supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		for _, task := range []string{"write alpha", "write beta"} {
+			if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: task}); err != nil {
+				return supervise.BrainReport{}, err
+			}
+			if ev, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60_000, Kinds: []string{supervise.EventSettled}}); err != nil || ev.Event == nil {
+				return supervise.BrainReport{}, fmt.Errorf("await after %q: %+v, %v", task, ev, err)
+			}
+		}
+		return supervise.BrainReport{}, nil
+	})
 	dir := t.TempDir()
-	o := baseOptions(t, newCounting(t, workerProvider(t)), sequentialManager())
-	o.RunDir = dir
+	o := baseOptions(t, newCounting(t, workerProvider(t)), nil)
+	o.RunDir, o.Brain = dir, brain
 	if _, err := supervise.Supervise(context.Background(), managerProfile(t, verbs2...), "ship", o); err != nil {
 		t.Fatal(err)
 	}
 	journaltest.KeepThrough(t, dir, supervise.KindSettled, 1)
 
 	var asked []string
-	o = baseOptions(t, newCounting(t, workerProvider(t)), sequentialManager())
-	o.RunDir, o.Resume = dir, true
+	second := newCounting(t, workerProvider(t))
+	o = baseOptions(t, second, nil)
+	o.RunDir, o.Resume, o.Brain = dir, true, brain
 	o.AuthorizeSpawn = func(r supervise.SpawnRequest) error {
 		asked = append(asked, r.Task)
 		if r.Task == "write alpha" {
@@ -227,8 +243,11 @@ func TestAuthorizeSpawnIsNotAskedForAReplayedSpawnBehaviour46(t *testing.T) {
 		return nil
 	}
 	got, err := supervise.Supervise(context.Background(), managerProfile(t, verbs2...), "ship", o)
-	if err != nil || got.Status != supervise.StatusWinner || !got.Tree[0].Replayed {
-		t.Fatalf("resumed run = %+v, %v; want a winner with alpha replayed", got, err)
+	if err != nil || got.Error != nil || got.Status != supervise.StatusWinner || len(got.Tree) != 2 || !got.Tree[0].Replayed {
+		t.Fatalf("resumed run = %+v, %v; want a winner with alpha replayed and beta run", got, err)
+	}
+	if second.count("alpha") != 0 || second.count("beta") != 1 {
+		t.Errorf("resumed process executed alpha %d, beta %d times; want 0 and 1", second.count("alpha"), second.count("beta"))
 	}
 	if d := cmp.Diff([]string{"write beta"}, asked); d != "" {
 		t.Errorf("AuthorizeSpawn asked about (-want +got):\n%s", d)
