@@ -202,6 +202,10 @@ type topRun struct {
 	started time.Time
 	// dir is the run directory of a supervise run; empty for a store run.
 	dir string
+	// supervisor is what the run dir's supervise.lock tells of the
+	// run's supervisor, for a run that reads as running; nil when not
+	// checked (a store run, an ended run, no supervise.lock).
+	supervisor *supervise.HolderProbe
 }
 
 // topWorker is one worker of a supervise run.
