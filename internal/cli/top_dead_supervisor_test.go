@@ -85,6 +85,22 @@ func TestTopTellsASIGKILLedSupervisor(t *testing.T) {
 			t.Errorf("top of a run whose supervisor was SIGKILLed lacks %s:\n%s", want, out)
 		}
 	}
+	js, jsErr, code := run(t, "", "top", "--json", "--run-dir", dir)
+	if code != 0 || jsErr != "" {
+		t.Fatalf("top --json of the killed run: exit %d\n%s%s", code, js, jsErr)
+	}
+	r := decode(t, js).Get
+	runs, _ := r("runs")
+	if runs.Len() != 1 {
+		t.Fatalf("top --json: want one run:\n%s", js)
+	}
+	one := runs.Items()[0]
+	sup := member(one, "supervisor")
+	if member(one, "status").Str() != "stopped" || member(one, "live").Bool() || member(sup, "state").Str() != "gone" ||
+		strconv.Itoa(int(member(sup, "pid").Float())) != pid || !strings.Contains(member(one, "resume").Str(), "--resume --run-dir "+dir) ||
+		member(member(one, "workers").Items()[0], "state").Str() != "down" {
+		t.Errorf("top --json of a run whose supervisor was SIGKILLed, want stopped, supervisor gone (pid %s), resume and its worker down:\n%s", pid, js)
+	}
 	// The probe left the lock free: the run resumes at once.
 	rout, rerr, rcode := run(t, "", "supervise", supManager, "--worker", noteWriter, "--manager-script", script,
 		"--run-id", "killed", "--run-dir", dir, "--db", db, "--worker-tokens", "1000", "--resume", "--json",

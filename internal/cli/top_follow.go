@@ -176,8 +176,9 @@ func (f *superviseFold) applyOne(r supervise.Record) {
 		w := topWorker{ID: string(r.Node), Label: orUnknown(labelOrProfile(r)), Parent: string(r.Parent),
 			State: "running", Verdict: "unknown", Latency: "unknown", Spend: "unknown",
 			Budget: budgetText(r.Reserved), Task: oneLine(r.Task)}
+		w.budget = r.Reserved
 		if r.Reserved == nil {
-			w.Budget = budgetText(r.Budget)
+			w.Budget, w.budget = budgetText(r.Budget), r.Budget
 		}
 		w.Lead = string(leadOf(r.Node, f.root))
 		w.logLabel = labelOrProfile(r)
@@ -191,7 +192,7 @@ func (f *superviseFold) applyOne(r supervise.Record) {
 		w := &f.workers[i]
 		w.State = string(r.State)
 		w.Verdict = verdictText(r.Verdict)
-		w.Spend = spendText(r.Spent)
+		w.Spend, w.spent = spendText(r.Spent), r.Spent
 		if r.Spent != nil {
 			w.microUSD = r.Spent.MicroUSD
 		}
@@ -242,7 +243,7 @@ func (f *superviseFold) run(ctx context.Context, dir string, skipped int, logs *
 	tr.Workers = workers
 	tr.Totals = totalsOf(workers, spent)
 	if !fromState {
-		tr.Spend = spent.text()
+		tr.Spend, tr.spend = spent.text(), spent.numbers()
 	}
 	if tr.Live {
 		tr.Detail = append(tr.Detail, "status    no finished record yet: running, or its process stopped")
