@@ -94,10 +94,10 @@ func TestOutsideCLILiveAndEndedRunBehaviour48to50(t *testing.T) {
 	if code != 1 || first.Acknowledgement == nil || first.Acknowledgement.Effect != supervise.SteerUnknown {
 		t.Errorf("steer mid-turn: exit %d, %+v, stderr %q; want exit 1, unknown", code, first, errOut)
 	}
-	// Without --json, the answer says what to do.
-	out, _, code = runBinary(t, "steer", runDir, "note-writer", "be brief", "--operation-id", "s1", "--wait", "1s")
-	if code != 1 || !strings.Contains(out, "unknown") || !strings.Contains(out, "same --operation-id") {
-		t.Errorf("steer mid-turn: exit %d, %q; want exit 1, unknown, and how to see the outcome (the same --operation-id)", code, out)
+	// Without --json, the answer is on stdout and what to do on stderr.
+	out, errOut, code = runBinary(t, "steer", runDir, "note-writer", "be brief", "--operation-id", "s1", "--wait", "1s")
+	if code != 1 || !strings.Contains(out, "unknown") || !strings.Contains(errOut, "same --operation-id") || strings.Contains(out, "same --operation-id") {
+		t.Errorf("steer mid-turn: exit %d, stdout %q, stderr %q; want exit 1, unknown, and how to see the outcome (the same --operation-id) on stderr", code, out, errOut)
 	}
 	out, _, code = runBinary(t, "steer", runDir, "note-writer", "be brief", "--operation-id", "s1", "--wait", "1s", "--json")
 	var retry steerJSON

@@ -1671,13 +1671,20 @@ func steerWorker(ctx context.Context, stdio IO, dir, worker, message, opID strin
 			return err
 		}
 	} else if requested {
-		fmt.Fprintf(stdio.Out, "steer %s to %s: requested (not waited for: run this again with the same --operation-id to see the outcome)\n", opID, req.Worker)
+		fmt.Fprintf(stdio.Out, "steer %s to %s: requested\n", opID, req.Worker)
 	} else if ack == nil {
 		fmt.Fprintf(stdio.Out, "steer %s: no acknowledgement within %s\n", opID, wait)
 	} else if ack.Effect == supervise.SteerUnknown {
-		fmt.Fprintf(stdio.Out, "steer %s to %s: unknown after %s: the supervisor holds it until the worker's next turn takes it; run this again with the same --operation-id to see the outcome\n", opID, ack.Worker, wait)
+		fmt.Fprintf(stdio.Out, "steer %s to %s: unknown after %s\n", opID, ack.Worker, wait)
 	} else {
 		fmt.Fprintf(stdio.Out, "steer %s to %s: %s%s\n", opID, ack.Worker, ack.Effect, detail(ack.Detail))
+	}
+	// Hints go to stderr: stdout carries the outcome alone.
+	switch {
+	case requested:
+		fmt.Fprintln(stdio.Err, "not waited for (--wait 0): "+againHint)
+	case ack != nil && ack.Effect == supervise.SteerUnknown:
+		fmt.Fprintln(stdio.Err, "the supervisor holds the steer until the worker's next turn takes it; "+againHint)
 	}
 	switch {
 	case requested:
@@ -1788,6 +1795,10 @@ func cancelWork(ctx context.Context, stdio IO, dir, worker, opID, reason string,
 			return err
 		}
 	}
+	if effect == kernel.EffectCancelRequested {
+		// Hints go to stderr: stdout carries the outcome alone.
+		fmt.Fprintln(stdio.Err, againHint)
+	}
 	switch {
 	case final(effect) || effect == kernel.EffectCancelRequested:
 		// cancel_requested only with --wait 0: the request is written
@@ -1799,12 +1810,16 @@ func cancelWork(ctx context.Context, stdio IO, dir, worker, opID, reason string,
 	return refused()
 }
 
+// againHint tells how to learn a request's outcome later; a hint, it
+// goes to stderr.
+const againHint = "run this again with the same --operation-id to see the outcome"
+
 // unconfirmed is the effect of a cancellation the run has not confirmed
 // after wait: requested when no wait was asked (--wait 0: the request is
 // written, which is all that was asked), else unknown.
 func unconfirmed(wait time.Duration) (kernel.Effect, string) {
 	if wait <= 0 {
-		return kernel.EffectCancelRequested, "not waited for (--wait 0): run this again with the same --operation-id to see the outcome"
+		return kernel.EffectCancelRequested, "not waited for (--wait 0)"
 	}
 	return kernel.EffectUnknown, fmt.Sprintf("not confirmed by the run within %s", wait)
 }

@@ -304,8 +304,8 @@ func TestSuperviseResumeAfterExit(t *testing.T) {
 
 // While one invocation supervises a slow worker, a second steers it (the
 // kernel worker takes steers at its next turn, which its 30 s turn does
-// not reach: the acknowledgement stays unknown, exit 1, and the output
-// says to ask again) and a third cancels it (cancelled, exit 0); the
+// not reach: the acknowledgement stays unknown, exit 1, and stderr
+// says to ask again, stdout carrying the outcome alone) and a third cancels it (cancelled, exit 0); the
 // first then ends with no winner, and asking again about the steer shows
 // it not_live: the worker never took another turn.
 func TestSuperviseSteerAndCancelFromAnotherInvocation(t *testing.T) {
@@ -324,7 +324,7 @@ func TestSuperviseSteerAndCancelFromAnotherInvocation(t *testing.T) {
 	waitJournal(t, dir, supervise.KindSpawned)
 
 	out, errOut, code := run(t, "", "supervise", "steer", dir, "note", "--message", "Be brief.", "--operation-id", "steer-1", "--wait", "1s")
-	if code != 1 || !strings.Contains(out, "steer steer-1 to note: unknown after 1s: the supervisor holds it until the worker's next turn takes it") {
+	if code != 1 || out != "steer steer-1 to note: unknown after 1s\n" || !strings.Contains(errOut, "the supervisor holds the steer until the worker's next turn takes it; run this again") {
 		t.Errorf("steer: exit %d\n%s%s", code, out, errOut)
 	}
 	out, errOut, code = run(t, "", "supervise", "cancel", dir, "note", "--operation-id", "cancel-1", "--wait", "10s", "--json")

@@ -56,7 +56,7 @@ const (
 func newTopCmd(stdio IO) *cobra.Command {
 	sf := storeFlags{existing: true}
 	var runDirs []string
-	var once, noColor, detail, logView bool
+	var once, noColor, detail, logView, asJSON bool
 	var limit int
 	cmd := &cobra.Command{
 		Use:   "top [ROOT]",
@@ -90,12 +90,28 @@ is not acknowledged yet. A steer on a run row goes to its manager.
 
 --detail starts in the detail view of the newest run, --log in its log
 view. --once prints one frame and exits, as it does when stdout is not a
-terminal; the frame has no colours then (or with --no-color).`,
+terminal; the frame has no colours then (or with --no-color).
+
+--json prints one snapshot as JSON and exits: {schemaVersion, runs, errors};
+each run {id, kind, status, live, task, runDir, startedAt, budget {tokens,
+microUsd}, spend {tokens, inputTokens, outputTokens, microUsd, floor},
+supervisor {state, pid, host, detail}, resume, notes, workers, totals, tail};
+each worker {id, label, parent, lead, state, verdict, task, latencyMs, budget,
+spend, tokensIn, tokensOut}; totals {workers, states, inFlight, settled,
+tokensIn, tokensOut, microUsd, floor, latencyMs {n, min, median, p90, max}}.
+Every member is present; what is not known is null, never 0 (a null channel
+of a known budget is uncapped); floor true says a number may be below the
+truth (work in flight, a part unreported). Status "stopped": the run reads as
+running and its supervisor is gone (supervisor.state "gone"; resume says how
+to go on). Documented in docs/top.md.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			if detail && logView {
 				return usage("--detail and --log start in two different views; give one")
+			}
+			if asJSON && (detail || logView) {
+				return usage("--json prints every run as data, not a view: leave out --detail and --log")
 			}
 			// A path shown in the frame and written into requests is
 			// text: one that is not UTF-8 is refused, as every other
@@ -143,6 +159,9 @@ terminal; the frame has no colours then (or with --no-color).`,
 			case logView:
 				m.view = topViewLog
 			}
+			if asJSON {
+				return writeTopJSON(stdio.Out, src.load(ctx))
+			}
 			if once || !tty {
 				m.snap = src.load(ctx)
 				m.sel = m.newestRow()
@@ -166,6 +185,7 @@ terminal; the frame has no colours then (or with --no-color).`,
 	cmd.Flags().IntVar(&limit, "limit", 20, "at most this many store runs, and this many workspace runs, newest first")
 	cmd.Flags().BoolVar(&detail, "detail", false, "start in the detail view of the newest run")
 	cmd.Flags().BoolVar(&logView, "log", false, "start in the log view of the newest run")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one snapshot of the runs and workers as JSON and exit (unknown numbers null)")
 	return cmd
 }
 
@@ -200,8 +220,20 @@ type topRun struct {
 	Totals *topTotals
 	// started is when the run started; zero when not recorded.
 	started time.Time
+	// startGuessed says started is when its run dir last changed (no
+	// start recorded), which orders the runs and is no start.
+	startGuessed bool
+	// budget is the run's budget; nil when unknown (a channel nil in
+	// it is uncapped).
+	budget *supervise.BudgetRecord
+	// spend is the run's spend as numbers; nil when unknown.
+	spend *topSpend
 	// dir is the run directory of a supervise run; empty for a store run.
 	dir string
+	// supervisor is what the run dir's supervise.lock tells of the
+	// run's supervisor, for a run that reads as running; nil when not
+	// checked (a store run, an ended run, no supervise.lock).
+	supervisor *supervise.HolderProbe
 }
 
 // topWorker is one worker of a supervise run.
@@ -231,6 +263,18 @@ type topWorker struct {
 	tokIn, tokOut tokenSum
 	// microUSD is its settled cost; nil when unknown or not settled.
 	microUSD *int64
+	// budget is what it was given (reserved, else its budget); nil
+	// when unknown.
+	budget *supervise.BudgetRecord
+	// spent is its settled spend; nil when unknown or not settled.
+	spent *supervise.SpendRecord
+}
+
+// topSpend is a spend as numbers, nil where unknown; floor says a
+// number may be below the truth (work in flight, a part unreported).
+type topSpend struct {
+	Tokens, InputTokens, OutputTokens, MicroUSD *int64
+	Floor                                       bool
 }
 
 // topSnapshot is everything one read found.
@@ -372,8 +416,14 @@ func mergeRun(a, b topRun) topRun {
 	fill(&rich.Task, other.Task)
 	fill(&rich.Budget, other.Budget)
 	fill(&rich.Spend, other.Spend)
-	if rich.started.IsZero() {
-		rich.started = other.started
+	if rich.budget == nil {
+		rich.budget = other.budget
+	}
+	if rich.spend == nil {
+		rich.spend = other.spend
+	}
+	if rich.started.IsZero() || (rich.startGuessed && !other.started.IsZero()) {
+		rich.started, rich.startGuessed = other.started, other.startGuessed
 	}
 	rich.Notes = slices.Concat(rich.Notes, other.Notes)
 	return rich
@@ -436,7 +486,7 @@ func (s *topSource) workspaceRuns(ctx context.Context) ([]topRun, error) {
 			return runs, fmt.Errorf("run dir %s: %w", d.dir, err)
 		}
 		if r.started.IsZero() {
-			r.started = d.changed
+			r.started, r.startGuessed = d.changed, true
 		}
 		runs = append(runs, r)
 	}
@@ -497,7 +547,7 @@ func (s *topSource) storeRun(ctx context.Context, r store.Run) topRun {
 		default:
 			tr.Task = sr.Task
 			if sr.Outcome != nil {
-				tr.Spend = totalText(sr.Outcome.Spent)
+				tr.Spend, tr.spend = totalText(sr.Outcome.Spent), totalSpend(sr.Outcome.Spent)
 			}
 		}
 	case rec.Kind == retained.Kind || rec.DocErr == nil:
@@ -508,9 +558,9 @@ func (s *topSource) storeRun(ctx context.Context, r store.Run) topRun {
 	tr.Task = oneLine(orUnknown(tr.Task))
 	switch {
 	case rec.LedgerEntries > 0:
-		tr.Spend = usageText(rec.Spend)
+		tr.Spend, tr.spend = usageText(rec.Spend), usageSpend(rec.Spend)
 	case usage != nil:
-		tr.Spend = usageText(usage.Usage)
+		tr.Spend, tr.spend = usageText(usage.Usage), usageSpend(usage.Usage)
 	}
 	tr.Detail = append(tr.Detail,
 		"started   "+r.CreatedAt.UTC().Format(time.RFC3339),
@@ -572,8 +622,11 @@ func applyRunState(ctx context.Context, tr *topRun, dir string) bool {
 		tr.ID = st.RunID
 	}
 	tr.Status, tr.Live = st.Status, st.Status == supervise.RunStatusRunning
-	tr.Budget = budgetText(st.Budget)
+	tr.Budget, tr.budget = budgetText(st.Budget), st.Budget
 	tr.Spend = stateSpendText(st)
+	if s := st.Spent; s != nil && (s.Tokens != nil || s.MicroUSD != nil) {
+		tr.spend = &topSpend{Tokens: s.Tokens, MicroUSD: s.MicroUSD, Floor: st.Live > 0}
+	}
 	tr.Detail = append(tr.Detail,
 		fmt.Sprintf("state     revision %d, updated %s", st.Revision, time.UnixMilli(st.UpdatedAtMS).UTC().Format(time.RFC3339)),
 		fmt.Sprintf("workers   %d spawned, %d live", st.Spawned, st.Live))

@@ -2,8 +2,11 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -173,8 +176,9 @@ func (f *superviseFold) applyOne(r supervise.Record) {
 		w := topWorker{ID: string(r.Node), Label: orUnknown(labelOrProfile(r)), Parent: string(r.Parent),
 			State: "running", Verdict: "unknown", Latency: "unknown", Spend: "unknown",
 			Budget: budgetText(r.Reserved), Task: oneLine(r.Task)}
+		w.budget = r.Reserved
 		if r.Reserved == nil {
-			w.Budget = budgetText(r.Budget)
+			w.Budget, w.budget = budgetText(r.Budget), r.Budget
 		}
 		w.Lead = string(leadOf(r.Node, f.root))
 		w.logLabel = labelOrProfile(r)
@@ -188,7 +192,7 @@ func (f *superviseFold) applyOne(r supervise.Record) {
 		w := &f.workers[i]
 		w.State = string(r.State)
 		w.Verdict = verdictText(r.Verdict)
-		w.Spend = spendText(r.Spent)
+		w.Spend, w.spent = spendText(r.Spent), r.Spent
 		if r.Spent != nil {
 			w.microUSD = r.Spent.MicroUSD
 		}
@@ -218,6 +222,9 @@ func (f *superviseFold) run(ctx context.Context, dir string, skipped int, logs *
 	workers := slices.Clone(f.workers)
 	spent := f.spent
 	fromState := applyRunState(ctx, &tr, dir)
+	if tr.Live {
+		applyHolder(&tr, dir)
+	}
 	for i := range workers {
 		if workers[i].State != "running" {
 			continue
@@ -236,10 +243,58 @@ func (f *superviseFold) run(ctx context.Context, dir string, skipped int, logs *
 	tr.Workers = workers
 	tr.Totals = totalsOf(workers, spent)
 	if !fromState {
-		tr.Spend = spent.text()
+		tr.Spend, tr.spend = spent.text(), spent.numbers()
 	}
 	if tr.Live {
 		tr.Detail = append(tr.Detail, "status    no finished record yet: running, or its process stopped")
 	}
 	return tr
+}
+
+// topStopped is the status of a run whose journal and state say running
+// and whose supervisor is gone.
+const topStopped = "stopped"
+
+// applyHolder tells, from the run dir's supervise.lock and without
+// taking it (supervise.ProbeRunDirLock), whether a run that reads as
+// running still has its supervisor: one that is gone (SIGKILLed, its
+// machine rebooted) made the run stopped, with how to resume it; one on
+// another host is said not checked. A run dir without supervise.lock
+// (its journal in a store, owned through the store's lease, or an older
+// writer) is left as it reads.
+func applyHolder(tr *topRun, dir string) {
+	p, err := supervise.ProbeRunDirLock(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return
+	case err != nil:
+		tr.Notes = append(tr.Notes, "supervisor not checked: "+err.Error())
+		return
+	}
+	tr.supervisor = &p
+	tr.Detail = append(tr.Detail, "supervisor "+p.Why)
+	switch p.State {
+	case supervise.HolderGone:
+		tr.Status, tr.Live = topStopped, false
+		tr.Notes = append(tr.Notes, "stopped: "+p.Why, "resume with: "+resumeHint(dir))
+		tr.Detail = append(tr.Detail, "resume    "+resumeHint(dir)+" (agentrt graph … --resume for a graph run)")
+	case supervise.HolderRemote, supervise.HolderUnknown:
+		tr.Notes = append(tr.Notes, p.Why)
+	}
+}
+
+// resumeHint is the command that resumes the run of run dir dir; its
+// other arguments are the ones it was started with, which the run dir
+// does not record.
+func resumeHint(dir string) string {
+	return "agentrt supervise … --resume --run-dir " + shellWord(dir)
+}
+
+// shellWord is s as one POSIX shell word: as is when it holds only
+// characters no shell reads specially, else single-quoted.
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+:,@%=") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

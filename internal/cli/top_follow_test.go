@@ -55,7 +55,7 @@ func checkFollowIsAFreshRead(t *testing.T, ctx context.Context, src *topSource, 
 	if len(got.Errors) != 0 || len(got.Runs) != 1 {
 		t.Fatalf("%s: the follow read %d runs, errors %v", step, len(got.Runs), got.Errors)
 	}
-	if diff := cmp.Diff(want, got.Runs[0], cmp.AllowUnexported(topRun{}, topWorker{}, tokenSum{})); diff != "" {
+	if diff := cmp.Diff(want, got.Runs[0], cmp.AllowUnexported(topRun{}, topWorker{}, tokenSum{}, topTotals{}, topUSD{})); diff != "" {
 		t.Fatalf("%s: the follow differs from a fresh read (-fresh +follow):\n%s", step, diff)
 	}
 }

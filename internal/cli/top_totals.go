@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/supervise"
 )
 
@@ -223,6 +224,9 @@ type topTotals struct {
 	TokIn, TokOut tokenSum
 	// USD is the settled spend's cost, rendered as the run's spend is.
 	USD string
+	// usd is that cost as a number and whether it is a floor; nil when
+	// unknown.
+	usd *topUSD
 	// Latencies are the settled workers' latencies that are known,
 	// sorted.
 	Latencies []time.Duration
@@ -249,6 +253,7 @@ func totalsOf(workers []topWorker, spent sumSpend) *topTotals {
 	t.USD = "unknown"
 	if spent.anyMicro {
 		t.USD = floorMark(spent.partMicro || spent.inFlight) + microUSD(spent.micro)
+		t.usd = &topUSD{micro: spent.micro, floor: spent.partMicro || spent.inFlight}
 	}
 	return t
 }
@@ -295,9 +300,83 @@ func (t *topTotals) latencyText() string {
 	if len(l) == 0 {
 		return "n=0 (unknown)"
 	}
-	rank := func(p float64) time.Duration {
-		i := int(math.Ceil(p*float64(len(l)))) - 1
-		return l[min(max(i, 0), len(l)-1)]
+	return fmt.Sprintf("n=%d min %s median %s p90 %s max %s", len(l), l[0], t.rank(0.5), t.rank(0.9), l[len(l)-1])
+}
+
+// rank is the latency at quantile p by nearest rank; the latencies
+// must not be empty.
+func (t *topTotals) rank(p float64) time.Duration {
+	l := t.Latencies
+	i := int(math.Ceil(p*float64(len(l)))) - 1
+	return l[min(max(i, 0), len(l)-1)]
+}
+
+// topUSD is a cost in millionths of a dollar; floor says it may be
+// below the truth.
+type topUSD struct {
+	micro int64
+	floor bool
+}
+
+// value is the sum, nil when no report counted.
+func (t tokenSum) value() *int64 {
+	if !t.known {
+		return nil
 	}
-	return fmt.Sprintf("n=%d min %s median %s p90 %s max %s", len(l), l[0], rank(0.5), rank(0.9), l[len(l)-1])
+	return new(t.n)
+}
+
+// numbers is the sum as numbers; nil when no channel is known.
+func (s *sumSpend) numbers() *topSpend {
+	if !s.anyTokens && !s.anyMicro {
+		return nil
+	}
+	out := &topSpend{Floor: s.inFlight}
+	if s.anyTokens {
+		out.Tokens = new(s.tokens)
+		out.Floor = out.Floor || s.partTokens
+	}
+	if s.anyMicro {
+		out.MicroUSD = new(s.micro)
+		out.Floor = out.Floor || s.partMicro
+	}
+	return out
+}
+
+// totalSpend is a supervised run's recorded spend as numbers; nil when
+// no channel is known.
+func totalSpend(t supervise.TotalRecord) *topSpend {
+	if !t.TokensKnown && !t.USDKnown {
+		return nil
+	}
+	out := &topSpend{}
+	if t.TokensKnown {
+		out.Tokens = new(t.Tokens)
+	}
+	if t.USDKnown {
+		out.MicroUSD = new(t.MicroUSD)
+	}
+	return out
+}
+
+// usageSpend is a ledger usage as numbers; nil when no channel was
+// reported. A channel reported in part is a floor.
+func usageSpend(u ledger.Usage) *topSpend {
+	if !u.InputTokens.Reported && !u.OutputTokens.Reported && !u.CostUSD.Reported {
+		return nil
+	}
+	out := &topSpend{}
+	if a := u.InputTokens; a.Reported {
+		out.InputTokens, out.Floor = new(a.Value), out.Floor || !a.Complete
+	}
+	if a := u.OutputTokens; a.Reported {
+		out.OutputTokens, out.Floor = new(a.Value), out.Floor || !a.Complete
+	}
+	if out.InputTokens != nil && out.OutputTokens != nil {
+		out.Tokens = new(*out.InputTokens + *out.OutputTokens)
+	}
+	if a := u.CostUSD; a.Reported {
+		out.MicroUSD, out.Floor = new(int64(math.Round(a.Value*1e6))), out.Floor || !a.Complete
+	}
+	return out
 }
