@@ -495,13 +495,14 @@ func (r RunCancelRequest) sameBody(o RunCancelRequest) bool {
 // was not confirmed) otherwise, or not_live when the run settled before
 // applying the request. AppliedAfterMS is how long after the request the
 // abort was issued; DeadlineExceeded is set only when the request had a
-// deadline.
+// deadline. ObservedAt is when the run answered; 0 (omitted) in a record
+// no run wrote — the CLI's answer for a request nobody acknowledged.
 type RunCancellation struct {
 	OperationID      string        `json:"operationId"`
 	Effect           kernel.Effect `json:"effect"`
 	Path             string        `json:"path,omitzero"`
 	RequestedAt      int64         `json:"requestedAt"`
-	ObservedAt       int64         `json:"observedAt"`
+	ObservedAt       int64         `json:"observedAt,omitzero"`
 	AppliedAfterMS   *int64        `json:"appliedAfterMs,omitzero"`
 	DeadlineExceeded *bool         `json:"deadlineExceeded,omitzero"`
 	Affected         []NodeID      `json:"affected,omitzero"`
