@@ -54,22 +54,7 @@ func TestNestedManagerCutTurnFloorPoolAndResultAgree(t *testing.T) {
 			}
 			var committed int64
 			var brainErr error
-			o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
-				grantT, grantI, grantUSD := tc.grant, int64(2), 0.05
-				if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "lead", Task: "lead", Label: "lead",
-					Budget: &supervise.SpawnBudget{Tokens: &grantT, Iterations: &grantI, USD: &grantUSD}}); err != nil {
-					brainErr = err
-					return supervise.BrainReport{}, err
-				}
-				if ev, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60_000, Kinds: []string{supervise.EventSettled}}); err != nil || ev.Event == nil {
-					brainErr = fmt.Errorf("the lead's settlement: %+v, %v", ev, err)
-					return supervise.BrainReport{}, brainErr
-				}
-				r := c.Readout()
-				checkConservedReadout(t, r)
-				committed = r.Channels[ledger.ChannelTokens].Committed
-				return supervise.BrainReport{}, nil
-			})
+			o.Brain = leadBrain(t, tc.grant, &committed, &brainErr)
 			res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o)
 			if err != nil || brainErr != nil {
 				t.Fatal(err, brainErr)
@@ -117,22 +102,7 @@ func TestNestedSubLeadCutTurnFloorReachesTheRunPool(t *testing.T) {
 	}
 	var committed int64
 	var brainErr error
-	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
-		grantT, grantI, grantUSD := int64(300), int64(2), 0.05
-		if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "lead", Task: "lead", Label: "lead",
-			Budget: &supervise.SpawnBudget{Tokens: &grantT, Iterations: &grantI, USD: &grantUSD}}); err != nil {
-			brainErr = err
-			return supervise.BrainReport{}, err
-		}
-		if ev, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60_000, Kinds: []string{supervise.EventSettled}}); err != nil || ev.Event == nil {
-			brainErr = fmt.Errorf("the lead's settlement: %+v, %v", ev, err)
-			return supervise.BrainReport{}, brainErr
-		}
-		r := c.Readout()
-		checkConservedReadout(t, r)
-		committed = r.Channels[ledger.ChannelTokens].Committed
-		return supervise.BrainReport{}, nil
-	})
+	o.Brain = leadBrain(t, 300, &committed, &brainErr)
 	res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o)
 	if err != nil || brainErr != nil {
 		t.Fatal(err, brainErr)
@@ -145,5 +115,27 @@ func TestNestedSubLeadCutTurnFloorReachesTheRunPool(t *testing.T) {
 	}
 	if res.Spent.TokensKnown || res.Spent.Tokens != 150 {
 		t.Errorf("the result's spend is %d tokens (known %v), want 150, unknown, as the pool's", res.Spent.Tokens, res.Spent.TokensKnown)
+	}
+}
+
+// leadBrain spawns one nested manager "lead" granted grant tokens (2
+// iterations, $0.05), awaits its settlement, checks the pool conserved and
+// keeps its committed tokens in committed; what failed, in brainErr.
+func leadBrain(t *testing.T, grant int64, committed *int64, brainErr *error) supervise.BrainFunc {
+	return func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		grantT, grantI, grantUSD := grant, int64(2), 0.05
+		if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "lead", Task: "lead", Label: "lead",
+			Budget: &supervise.SpawnBudget{Tokens: &grantT, Iterations: &grantI, USD: &grantUSD}}); err != nil {
+			*brainErr = err
+			return supervise.BrainReport{}, err
+		}
+		if ev, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60_000, Kinds: []string{supervise.EventSettled}}); err != nil || ev.Event == nil {
+			*brainErr = fmt.Errorf("the lead's settlement: %+v, %v", ev, err)
+			return supervise.BrainReport{}, *brainErr
+		}
+		r := c.Readout()
+		checkConservedReadout(t, r)
+		*committed = r.Channels[ledger.ChannelTokens].Committed
+		return supervise.BrainReport{}, nil
 	}
 }

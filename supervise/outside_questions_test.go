@@ -177,12 +177,7 @@ func TestOutsideDeferAndEscalate(t *testing.T) {
 				}
 			}
 			res, err := r.drive(func(ctx context.Context, c *supervise.Coordinator) error {
-				if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "w", Task: "ask"}); err != nil {
-					return err
-				}
-				r.workers.waitStarted(t, "ask")
-				r.workers.finishWith("ask", outsideOutcome{res: supervise.WorkResult{Text: "w", Spent: outsideSpent(100)}, ask: askAndReport(supervise.UrgencyBlocksRun)})
-				ev, err := awaitKind(ctx, c, supervise.EventQuestion)
+				ev, err := r.askBlocking(ctx, t, c)
 				if err != nil {
 					return err
 				}
@@ -301,12 +296,7 @@ func TestOutsideQuestionOutlivedByItsWorker(t *testing.T) {
 func TestOutsideAnswerArgumentsRefused(t *testing.T) {
 	r := newOutsideRun(t)
 	_, err := r.drive(func(ctx context.Context, c *supervise.Coordinator) error {
-		if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "w", Task: "ask"}); err != nil {
-			return err
-		}
-		r.workers.waitStarted(t, "ask")
-		r.workers.finishWith("ask", outsideOutcome{res: supervise.WorkResult{Text: "w", Spent: outsideSpent(100)}, ask: askAndReport(supervise.UrgencyBlocksRun)})
-		ev, err := awaitKind(ctx, c, supervise.EventQuestion)
+		ev, err := r.askBlocking(ctx, t, c)
 		if err != nil {
 			return err
 		}
@@ -435,4 +425,16 @@ func TestOutsideResumeWithOpenQuestion(t *testing.T) {
 	if err != nil {
 		t.Fatalf("resumed Supervise: %v", err)
 	}
+}
+
+// askBlocking spawns worker "ask", has it ask a blocks-run question and
+// returns the question's event as the manager awaits it.
+func (r *outsideRun) askBlocking(ctx context.Context, t *testing.T, c *supervise.Coordinator) (*supervise.Event, error) {
+	t.Helper()
+	if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "w", Task: "ask"}); err != nil {
+		return nil, err
+	}
+	r.workers.waitStarted(t, "ask")
+	r.workers.finishWith("ask", outsideOutcome{res: supervise.WorkResult{Text: "w", Spent: outsideSpent(100)}, ask: askAndReport(supervise.UrgencyBlocksRun)})
+	return awaitKind(ctx, c, supervise.EventQuestion)
 }
