@@ -2,6 +2,7 @@ package supervise
 
 import (
 	"bufio"
+	"bytes"
 	"io"
 	"os"
 	"strconv"
@@ -35,7 +36,14 @@ func fileLocked(info os.FileInfo) (held, listed bool) {
 	if err != nil || len(data) > maxProcLocksBytes {
 		return false, false
 	}
-	sc := bufio.NewScanner(strings.NewReader(string(data)))
+	return lockListed(data, st.Ino)
+}
+
+// lockListed reads a /proc/locks list (data) for a lock held, not waited
+// for, on inode ino; ok is false when the list does not read as one (a
+// line over 64 KiB), so that no half-read list answers.
+func lockListed(data []byte, ino uint64) (held, ok bool) {
+	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 4096), 64<<10)
 	for sc.Scan() {
 		// "1: FLOCK  ADVISORY  WRITE 22635 fe:00:9978296 0 EOF"; a
@@ -49,7 +57,7 @@ func fileLocked(info os.FileInfo) (held, listed bool) {
 		if i < 0 {
 			continue
 		}
-		if ino, err := strconv.ParseUint(id[i+1:], 10, 64); err == nil && ino == st.Ino {
+		if n, err := strconv.ParseUint(id[i+1:], 10, 64); err == nil && n == ino {
 			return true, true
 		}
 	}
