@@ -27,7 +27,11 @@ import (
 // real SQLite database that records everything but the run's end
 // (storefault.FailingEnds).
 func TestEveryFrontDoorTypesAnUnrecordedEnd(t *testing.T) {
-	const lease = 2 * time.Second
+	// Long enough that no renewal is starved out on a loaded 2-CPU
+	// machine: with 2 s, the Rounds case's lease once lapsed in CI
+	// before its end was written (lease-lost, not store-failed); the
+	// wait for the record to read interrupted grows with it.
+	const lease = 8 * time.Second
 	noteScript := `{"turns":[{"repeat":true,"steps":[{"text":"a note"},{"usage":{"inputTokens":5,"outputTokens":3},"mode":"delta"}]}]}`
 	seatScript := `{"servedModel":"scripted/first","turns":[{"repeat":true,"steps":[{"text":"a note from scripted/first"}]}]}`
 	seats := func(t *testing.T) kernel.AccountManager {
