@@ -158,11 +158,8 @@ type core struct {
 	// turn under spawnMu.
 	delivery sequencer
 
-	mu      sync.Mutex
-	workers map[NodeID]*worker
-	// settles counts the run's settlements in the journal's order (each
-	// worker's place in it is worker.settled).
-	settles   int64
+	mu        sync.Mutex
+	workers   map[NodeID]*worker
 	questions []*question
 	// questionsByID indexes questions by id, in the order asked (an
 	// earlier process's ids may repeat); appendQuestionLocked keeps both.
@@ -303,9 +300,6 @@ type worker struct {
 	// sessionRef is where the session it left can be continued from
 	// (WorkResult.SessionRef), nil when unknown.
 	sessionRef *SessionRef
-	// settled is its settlement's place among the run's settlements, in
-	// the journal's order (1 the first); 0 while it has not settled.
-	settled int64
 }
 
 // Event kinds Await returns.
@@ -1003,8 +997,6 @@ func (c *Coordinator) settleAs(ctx context.Context, w *worker, res WorkResult, s
 	}
 	c.mu.Lock()
 	w.outRef, w.session, w.sessionRef = outRef, session, checkedRef(res.SessionRef)
-	c.settles++ // under spawnMu too: the order its record takes below
-	w.settled = c.settles
 	c.mu.Unlock()
 	infra := st.State == StateFailed && infraFailure
 	rec := Record{Kind: KindSettled, Node: w.id, State: st.State, Spent: spendRecord(st.Spent), OutRef: outRef,
@@ -2011,8 +2003,6 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 				return &ResumeError{RunDir: c.log.dir, Reason: "replaying settlement of " + string(r.Node), Err: err}
 			}
 			w.outRef, w.verdict, w.delivered, w.reason, w.checkErr, w.session = r.OutRef, r.Verdict, r.Delivered, r.Reason, r.CheckError, r.Session
-			c.settles++
-			w.settled = c.settles
 			w.sessionRef = checkedRef(r.SessionRef)
 			if r.Delivered && r.OutRef == "" && r.State == StateDone {
 				// Journaled by a version that delivered an unstored

@@ -1,7 +1,6 @@
 package supervise
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -39,11 +38,10 @@ func (c Candidate) Score() float64 {
 }
 
 // FinalizeInput is what a Finalizer chooses from. Candidates are the
-// only results it may choose: the submitted result, when there is one,
-// first, then the delivered children in the order they settled (the
-// journal's, the order await_event delivers them in); Tree is every node
-// of the run as the result reports it, in spawn order — metadata (the
-// children that did not deliver, why), never a winner.
+// only results it may choose, in the tree's order (the submitted result,
+// when there is one, first); Tree is every node of the run as the result
+// reports it — metadata (the children that did not deliver, why), never
+// a winner.
 type FinalizeInput struct {
 	RunID      string
 	Candidates []Candidate
@@ -70,7 +68,7 @@ type Finalizer func(ctx context.Context, in FinalizeInput) (NodeID, error)
 // DefaultFinalizer is the finalizer a run without Options.Finalizer
 // uses: the submitted result when there is one, else the
 // highest-scoring candidate (Candidate.Score), a tie going to the one
-// that settled first.
+// earlier in the tree.
 func DefaultFinalizer(_ context.Context, in FinalizeInput) (NodeID, error) {
 	var best *Candidate
 	for i := range in.Candidates {
@@ -135,19 +133,12 @@ func (c *Coordinator) candidatesLocked(tree []WorkerSummary) []Candidate {
 	if s := c.submitted; s != nil {
 		out = append(out, Candidate{Node: s.Node, Submitted: true, Text: s.Text, Output: s.Output, OutRef: s.OutRef, Verdict: s.Verdict})
 	}
-	children := len(out)
 	for i := range tree {
 		if ws := &tree[i]; candidate(ws) {
 			w := c.workers[ws.ID]
 			out = append(out, Candidate{Node: ws.ID, Label: ws.Label, Profile: ws.Profile, Text: w.text, Output: w.output, OutRef: w.outRef, Verdict: w.verdict})
 		}
 	}
-	// The children in the order they settled (the journal's, which
-	// await_event delivers): the reference's settled-worker ledger, whose
-	// first entry keeps a tie.
-	slices.SortStableFunc(out[children:], func(a, b Candidate) int {
-		return cmp.Compare(c.workers[a.Node].settled, c.workers[b.Node].settled)
-	})
 	return out
 }
 

@@ -196,8 +196,8 @@ func TestOutsideSubmitAfterStop(t *testing.T) {
 
 // §3.6: "the default finalizer picks the highest-scoring child that
 // passes"; a higher-scoring child that fails the check never wins; ties
-// keep the earliest settled (the reference's pickBestDelivered keeps the
-// earliest entry of its settled-worker ledger).
+// keep the earliest (the reference's pickBestDelivered keeps the earliest
+// ledger entry).
 func TestOutsideDefaultFinalizer(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -209,10 +209,9 @@ func TestOutsideDefaultFinalizer(t *testing.T) {
 		{"highest passing, settled backwards", []string{"PASS score=0.3", "PASS score=0.9", "fail score=0.95"}, []int{2, 1, 0}, 1},
 		{"tie, settled in spawn order", []string{"PASS a score=0.5", "PASS b score=0.5"}, []int{0, 1}, 0},
 		// §3.6 "scope.next() delivers settlements strictly in recorded seq
-		// order": the driver's settled-worker ledger is in the order the
-		// settlements were recorded, and a tie keeps its first entry —
-		// the worker that settled first, whatever their spawn order.
-		{"tie, settled backwards", []string{"PASS a score=0.5", "PASS b score=0.5"}, []int{1, 0}, 1},
+		// order": the earliest entry of a tie is the lower seq, whatever
+		// order the workers finished in.
+		{"tie, settled backwards", []string{"PASS a score=0.5", "PASS b score=0.5"}, []int{1, 0}, 0},
 		// §3.6 gate: "the inner score is preserved (else 1/0)": a passing
 		// verdict without a score scores 1.
 		{"a passing verdict without a score scores 1", []string{"PASS c score=0.9", "PASS unscored"}, []int{0, 1}, 1},
