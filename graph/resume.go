@@ -220,6 +220,11 @@ func (r *run) markExhaustedLocked(e Edge) {
 // refuses the analyst); a lens analyst that settled has its findings
 // routed along its edge.
 func (r *run) afterSettle(ctx context.Context, c *supervise.Coordinator, s supervise.Settled) {
+	if f := s.Finding; f != nil && r.lenses[f.Lens] {
+		if _, routes := r.analyzeBy[f.Lens]; routes {
+			defer r.lensHookReturned(s.Node.ID)
+		}
+	}
 	if r.ledgerEndedAnalyst(ctx, s) {
 		return
 	}
@@ -231,6 +236,9 @@ func (r *run) afterSettle(ctx context.Context, c *supervise.Coordinator, s super
 		// unfinished: findings its journal shows routed are not routed
 		// twice.
 		if e, ok := r.analyzeBy[f.Lens]; ok && r.lenses[f.Lens] && !routed {
+			if r.opts.beforeLensRoute != nil {
+				r.opts.beforeLensRoute()
+			}
 			r.routeFindings(ctx, c, analystRun{edge: e, source: f.Source}, supervise.Output{Node: s.Node.ID, Text: f.Findings})
 		}
 		return

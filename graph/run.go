@@ -69,6 +69,11 @@ type Options struct {
 	AuthorizeMessage func(ctx context.Context, m Message) (string, error)
 	// Supervise are the forwarded supervise options (see above).
 	Supervise supervise.Options
+
+	// beforeLensRoute, set by tests alone (export_test.go), runs in a lens
+	// finding's settlement hook before the finding is routed and
+	// ledgered: a hook the scheduler left behind the driver.
+	beforeLensRoute func()
 }
 
 // Message is an instruction on its way into a live worker: a steer, a
@@ -137,7 +142,8 @@ func RunGraph(ctx context.Context, g Graph, o Options) (GraphResult, error) {
 		return GraphResult{}, err
 	}
 	r := &run{plan: pl, opts: o, check: g.Deliverable, logger: logger, topo: topo, count: map[string]int{}, spent: map[string]int{},
-		bound: map[string][]supervise.NodeID{}, analystRuns: map[supervise.NodeID]analystRun{}, lensRuns: map[supervise.NodeID]analystRun{}, lensBy: map[string]supervise.NodeID{}, analysed: map[supervise.NodeID]bool{}}
+		bound: map[string][]supervise.NodeID{}, analystRuns: map[supervise.NodeID]analystRun{}, lensRuns: map[supervise.NodeID]analystRun{}, lensBy: map[string]supervise.NodeID{}, analysed: map[supervise.NodeID]bool{},
+		lensHooks: map[supervise.NodeID]chan struct{}{}}
 	so := o.Supervise
 	so.Budget = *g.Budget
 	so.Deliverable = supervise.Deliverable{Check: r.checkOutput, Describe: g.Deliverable.Describe}
@@ -225,6 +231,11 @@ type run struct {
 	// analysed are the analyst workers (node or lens) whose findings a
 	// row routes.
 	analysed map[supervise.NodeID]bool
+	// lensHooks holds, per lens analyst whose finding this process
+	// settled, a channel closed once its settlement hook (afterSettle,
+	// which ledgers the finding's route) returned: Driver.Await hands the
+	// driver a lens finding only then (see findingHook).
+	lensHooks map[supervise.NodeID]chan struct{}
 }
 
 // analystRun is an analyst worker: its edge and the worker it analyzes.
@@ -707,8 +718,17 @@ func (d *Driver) Steer(ctx context.Context, a supervise.SteerArgs) (supervise.St
 
 // Await returns the next event of the run (supervise's await_event); an
 // analyst's settlement comes back with Kind EventFinding.
+//
+// A lens's finding comes back once the graph ledgered its route: supervise
+// queues an analyst's settlement for Await before its settlement hook
+// runs, and the hook is what ledgers the analyzes row, so without the
+// wait a driver acting on the finding (a spawn, a steer) could ledger
+// its traversal first — and a resume would restore that order.
 func (d *Driver) Await(ctx context.Context, a supervise.AwaitArgs) (supervise.AwaitResult, error) {
 	res, err := d.c.Await(ctx, a)
+	if err == nil && res.Event != nil && res.Event.Kind == supervise.EventFinding {
+		d.r.awaitLensHook(ctx, *res.Event)
+	}
 	if err != nil || res.Event == nil || res.Event.Kind != supervise.EventSettled {
 		return res, err
 	}
@@ -721,6 +741,53 @@ func (d *Driver) Await(ctx context.Context, a supervise.AwaitArgs) (supervise.Aw
 		res.Event = &ev
 	}
 	return res, nil
+}
+
+// awaitLensHook waits until the settlement hook of ev's lens analyst
+// returned, when the graph routes that lens's findings and this process
+// settled it (a replayed finding's hook ran before the driver drove; an
+// online detector's finding has no hook). The hook's store calls are
+// bounded; ctx ending stops the wait, and the event is handed over
+// anyway: Await already took it.
+func (r *run) awaitLensHook(ctx context.Context, ev supervise.Event) {
+	if ev.Replayed {
+		return
+	}
+	if _, ok := r.analyzeBy[ev.Lens]; !ok || !r.lenses[ev.Lens] {
+		return
+	}
+	select {
+	case <-r.lensHook(ev.WorkerID):
+	case <-ctx.Done():
+	}
+	r.mu.Lock()
+	delete(r.lensHooks, ev.WorkerID)
+	r.mu.Unlock()
+}
+
+// lensHook is the channel closed when lens analyst id's settlement hook
+// returned, made by whichever of the hook and Await comes first.
+func (r *run) lensHook(id supervise.NodeID) chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ch, ok := r.lensHooks[id]
+	if !ok {
+		ch = make(chan struct{})
+		r.lensHooks[id] = ch
+	}
+	return ch
+}
+
+// lensHookReturned marks lens analyst id's settlement hook returned.
+func (r *run) lensHookReturned(id supervise.NodeID) {
+	ch := r.lensHook(id)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	select {
+	case <-ch: // a hook run again (a resumed run's) marks it once
+	default:
+		close(ch)
+	}
 }
 
 // AnswerQuestion is supervise's answer_question, with an answer passed
