@@ -619,16 +619,17 @@ func (c *Coordinator) RunAnalyst(ctx context.Context, a RunAnalystArgs) (RunAnal
 		// go on meanwhile, and the scope checks its fences again when it
 		// admits.
 		c.spawnMu.Unlock()
-		err := c.scope.authorizeFirst(ctx, req)
-		if err == nil {
-			err = c.analystEnded()
-		}
-		if err != nil {
+		if err := c.scope.authorizeFirst(ctx, req); err != nil {
 			return RunAnalystResult{}, c.spawnRefused(req, err)
 		}
 		c.spawnMu.Lock()
 	}
 	defer c.spawnMu.Unlock()
+	// A stop made since the check above admits nothing more: Stop takes
+	// spawnMu, so none lands between this and the admission.
+	if err := c.analystEnded(); err != nil {
+		return RunAnalystResult{}, err
+	}
 	reply, err := c.admit(ctx, req, canonjson.Value{}, authorized)
 	if err != nil {
 		return RunAnalystResult{}, err

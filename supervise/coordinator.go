@@ -388,6 +388,18 @@ func (c *Coordinator) refusal(code Code, cause, detail string) *Refusal {
 	return &Refusal{Code: code, Cause: cause, Detail: detail, Live: live, FreeSlots: free}
 }
 
+// stoppedRefusal is the refusal of a spawn after this manager stopped,
+// nil before.
+func (c *Coordinator) stoppedRefusal() error {
+	c.mu.Lock()
+	stopped := c.stopped
+	c.mu.Unlock()
+	if stopped {
+		return c.refusal(CodeScopeSettled, "stopped", "the manager stopped")
+	}
+	return nil
+}
+
 // Spawn admits a worker through the scope, journals it and starts it on
 // the executor; the worker is settled and checked in the background
 // (Await returns its settlement). A refusal is a *Refusal; nothing was
@@ -395,11 +407,8 @@ func (c *Coordinator) refusal(code Code, cause, detail string) *Refusal {
 // journaled, settled one (same request, or same key) returns that worker
 // without running it again.
 func (c *Coordinator) Spawn(ctx context.Context, a SpawnArgs) (SpawnResult, error) {
-	c.mu.Lock()
-	stopped := c.stopped
-	c.mu.Unlock()
-	if stopped {
-		return SpawnResult{}, c.refusal(CodeScopeSettled, "stopped", "the manager stopped")
+	if err := c.stoppedRefusal(); err != nil {
+		return SpawnResult{}, err
 	}
 	req := SpawnRequest{Parent: a.Parent, Label: a.Label, Profile: a.Profile, Task: a.Task, Key: a.Key, Continuity: Continuity(a.Continuity)}
 	if c.parent != nil {
@@ -530,16 +539,13 @@ func (c *Coordinator) Spawn(ctx context.Context, a SpawnArgs) (SpawnResult, erro
 		c.spawnMu.Unlock()
 		err = c.scope.authorizeFirst(ctx, req)
 		c.spawnMu.Lock()
-		if err == nil {
-			// A stop made while the hook decided admits nothing more
-			// (the scope's own fences, abort and close, admit checks).
-			c.mu.Lock()
-			stopped := c.stopped
-			c.mu.Unlock()
-			if stopped {
-				err = c.refusal(CodeScopeSettled, "stopped", "the manager stopped")
-			}
-		}
+	}
+	if err == nil {
+		// A stop made since the check above (while the hook decided, or
+		// the replay was looked up) admits nothing more: Stop takes
+		// spawnMu, so none lands between this and the admission (the
+		// scope's own fences, abort and close, admit checks).
+		err = c.stoppedRefusal()
 	}
 	if err == nil {
 		reply, tk, err = c.admitQueued(ctx, req, doc, runtime, true)
@@ -1837,17 +1843,23 @@ type StopResult struct {
 // after this call. It is refused (unresolved-blocking-questions) while a
 // blocking question to this manager — blocks-run or blocks-step — is
 // undecided (§3.6 "Questions", §15 behaviour 54).
+//
+// A spawn or run_analyst admitted after Stop returned is none: they read
+// the stop and admit under spawnMu, which Stop holds while it stops.
 func (c *Coordinator) Stop(a StopArgs) (StopResult, error) {
+	c.spawnMu.Lock()
 	c.mu.Lock()
 	for _, q := range c.questions {
 		if q.to == c.self && (q.Urgency == UrgencyBlocksRun || q.Urgency == UrgencyBlocksStep) && q.decision == nil && (q.Status == "open" || q.Status == "escalated") {
 			c.mu.Unlock()
+			c.spawnMu.Unlock()
 			return StopResult{}, &VerbRefusal{Code: "unresolved-blocking-questions", Reason: "question " + q.ID + " (" + string(q.Urgency) + ") is undecided"}
 		}
 	}
 	c.stopped, c.stopWhy = true, a.Reason
 	fn := c.stopFn
 	c.mu.Unlock()
+	c.spawnMu.Unlock()
 	if fn != nil {
 		fn(ErrStopped)
 	}
