@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/agentrt/agentrt/internal/journaltest"
 	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/supervise"
@@ -137,5 +138,65 @@ func leadBrain(t *testing.T, grant int64, committed *int64, brainErr *error) sup
 		checkConservedReadout(t, r)
 		*committed = r.Channels[ledger.ChannelTokens].Committed
 		return supervise.BrainReport{}, nil
+	}
+}
+
+// Behaviour 46 over the floor above: a run cut after its lead (whose
+// own turn was cut at a 350-token floor, with a child) settled, resumed
+// on the same run dir, replays the lead without running it again and
+// charges its subtree exactly as the run that executed it did — the
+// floor comes back from the journal (a settled record's tokensFloor),
+// tokens still unknown.
+func TestNestedManagerCutTurnFloorSurvivesAResume(t *testing.T) {
+	ran := 0
+	lead := func(*profile.Profile) supervise.Brain {
+		return goLead(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+			ran++
+			tokens, iterations, usd := int64(100), int64(1), 0.01
+			if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: "w",
+				Budget: &supervise.SpawnBudget{Tokens: &tokens, Iterations: &iterations, USD: &usd}}); err != nil {
+				return supervise.BrainReport{}, err
+			}
+			if ev, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60_000, Kinds: []string{supervise.EventSettled}}); err != nil || ev.Event == nil {
+				return supervise.BrainReport{}, fmt.Errorf("the writer's settlement: %+v, %v", ev, err)
+			}
+			cut := ledger.Usage{InputTokens: ledger.Amount[int64]{Value: 350, Reported: true}, CostUSD: ledger.ExactAmount(0.0)}
+			return supervise.BrainReport{Text: "lead cut"}, c.Meter(ctx, cut)
+		})
+	}
+	exec := supervise.ExecutorFunc(func(context.Context, supervise.Work) (supervise.WorkResult, error) {
+		return supervise.WorkResult{Text: "DONE", Spent: fullSpend(1)}, nil
+	})
+	dir := t.TempDir()
+	run := func(resume bool) (supervise.SupervisedResult, int64) {
+		t.Helper()
+		o := nestedOptions(t, exec, nil, nil)
+		o.ManagerBrain, o.RunDir, o.Resume = lead, dir, resume
+		var committed int64
+		var brainErr error
+		o.Brain = leadBrain(t, 300, &committed, &brainErr)
+		res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o)
+		if err != nil || brainErr != nil {
+			t.Fatal(err, brainErr)
+		}
+		return res, committed
+	}
+	first, firstCommitted := run(false)
+	if firstCommitted != 351 || first.Spent.TokensKnown || first.Spent.Tokens != 351 {
+		t.Fatalf("the first run committed %d and spent %+v; want 351 tokens, unknown", firstCommitted, first.Spent)
+	}
+	// Through the lead's settlement (the writer's is the first).
+	journaltest.KeepThrough(t, dir, supervise.KindSettled, 2)
+	ran = 0
+	again, againCommitted := run(true)
+	if ran != 0 {
+		t.Errorf("the resumed run drove the settled lead %d times; want 0 (replayed)", ran)
+	}
+	if !again.Resumed || len(again.Tree) != 2 || !again.Tree[0].Replayed {
+		t.Fatalf("resumed tree %+v (resumed %v); want the lead and its writer replayed", again.Tree, again.Resumed)
+	}
+	if againCommitted != firstCommitted || again.Spent.TokensKnown != first.Spent.TokensKnown || again.Spent.Tokens != first.Spent.Tokens {
+		t.Errorf("resumed: committed %d, spent %d tokens (known %v); the run that executed it: %d, %d (known %v)",
+			againCommitted, again.Spent.Tokens, again.Spent.TokensKnown, firstCommitted, first.Spent.Tokens, first.Spent.TokensKnown)
 	}
 }
