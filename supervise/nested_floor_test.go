@@ -3,6 +3,7 @@ package supervise_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"github.com/agentrt/agentrt/internal/journaltest"
@@ -37,22 +38,7 @@ func TestNestedManagerCutTurnFloorPoolAndResultAgree(t *testing.T) {
 			o := nestedOptions(t, supervise.ExecutorFunc(func(context.Context, supervise.Work) (supervise.WorkResult, error) {
 				return supervise.WorkResult{Text: "DONE", Spent: fullSpend(1)}, nil
 			}), nil, nil)
-			o.ManagerBrain = func(*profile.Profile) supervise.Brain {
-				return goLead(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
-					if tc.child {
-						tokens, iterations, usd := int64(100), int64(1), 0.01
-						if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: "w",
-							Budget: &supervise.SpawnBudget{Tokens: &tokens, Iterations: &iterations, USD: &usd}}); err != nil {
-							return supervise.BrainReport{}, err
-						}
-						if ev, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60_000, Kinds: []string{supervise.EventSettled}}); err != nil || ev.Event == nil {
-							return supervise.BrainReport{}, fmt.Errorf("the writer's settlement: %+v, %v", ev, err)
-						}
-					}
-					cut := ledger.Usage{InputTokens: ledger.Amount[int64]{Value: tc.floor, Reported: true}, CostUSD: ledger.ExactAmount(0.0)}
-					return supervise.BrainReport{Text: "lead cut"}, c.Meter(ctx, cut)
-				})
-			}
+			o.ManagerBrain = cutLead(tc.floor, tc.child, nil)
 			var committed int64
 			var brainErr error
 			o.Brain = leadBrain(t, tc.grant, &committed, &brainErr)
@@ -119,6 +105,32 @@ func TestNestedSubLeadCutTurnFloorReachesTheRunPool(t *testing.T) {
 	}
 }
 
+// cutLead is the lead's brain: with child it spawns a writer granted 100
+// tokens and awaits it; then its own turn is cut after reporting floor
+// input tokens (metered unknown, at least floor). ran, when set, counts
+// its drives.
+func cutLead(floor int64, child bool, ran *atomic.Int32) func(*profile.Profile) supervise.Brain {
+	return func(*profile.Profile) supervise.Brain {
+		return goLead(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+			if ran != nil {
+				ran.Add(1)
+			}
+			if child {
+				tokens, iterations, usd := int64(100), int64(1), 0.01
+				if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: "w",
+					Budget: &supervise.SpawnBudget{Tokens: &tokens, Iterations: &iterations, USD: &usd}}); err != nil {
+					return supervise.BrainReport{}, err
+				}
+				if ev, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60_000, Kinds: []string{supervise.EventSettled}}); err != nil || ev.Event == nil {
+					return supervise.BrainReport{}, fmt.Errorf("the writer's settlement: %+v, %v", ev, err)
+				}
+			}
+			cut := ledger.Usage{InputTokens: ledger.Amount[int64]{Value: floor, Reported: true}, CostUSD: ledger.ExactAmount(0.0)}
+			return supervise.BrainReport{Text: "lead cut"}, c.Meter(ctx, cut)
+		})
+	}
+}
+
 // leadBrain spawns one nested manager "lead" granted grant tokens (2
 // iterations, $0.05), awaits its settlement, checks the pool conserved and
 // keeps its committed tokens in committed; what failed, in brainErr.
@@ -148,22 +160,8 @@ func leadBrain(t *testing.T, grant int64, committed *int64, brainErr *error) sup
 // floor comes back from the journal (a settled record's tokensFloor),
 // tokens still unknown.
 func TestNestedManagerCutTurnFloorSurvivesAResume(t *testing.T) {
-	ran := 0
-	lead := func(*profile.Profile) supervise.Brain {
-		return goLead(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
-			ran++
-			tokens, iterations, usd := int64(100), int64(1), 0.01
-			if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: "w",
-				Budget: &supervise.SpawnBudget{Tokens: &tokens, Iterations: &iterations, USD: &usd}}); err != nil {
-				return supervise.BrainReport{}, err
-			}
-			if ev, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60_000, Kinds: []string{supervise.EventSettled}}); err != nil || ev.Event == nil {
-				return supervise.BrainReport{}, fmt.Errorf("the writer's settlement: %+v, %v", ev, err)
-			}
-			cut := ledger.Usage{InputTokens: ledger.Amount[int64]{Value: 350, Reported: true}, CostUSD: ledger.ExactAmount(0.0)}
-			return supervise.BrainReport{Text: "lead cut"}, c.Meter(ctx, cut)
-		})
-	}
+	var ran atomic.Int32
+	lead := cutLead(350, true, &ran)
 	exec := supervise.ExecutorFunc(func(context.Context, supervise.Work) (supervise.WorkResult, error) {
 		return supervise.WorkResult{Text: "DONE", Spent: fullSpend(1)}, nil
 	})
@@ -187,10 +185,10 @@ func TestNestedManagerCutTurnFloorSurvivesAResume(t *testing.T) {
 	}
 	// Through the lead's settlement (the writer's is the first).
 	journaltest.KeepThrough(t, dir, supervise.KindSettled, 2)
-	ran = 0
+	ran.Store(0)
 	again, againCommitted := run(true)
-	if ran != 0 {
-		t.Errorf("the resumed run drove the settled lead %d times; want 0 (replayed)", ran)
+	if n := ran.Load(); n != 0 {
+		t.Errorf("the resumed run drove the settled lead %d times; want 0 (replayed)", n)
 	}
 	if !again.Resumed || len(again.Tree) != 2 || !again.Tree[0].Replayed {
 		t.Fatalf("resumed tree %+v (resumed %v); want the lead and its writer replayed", again.Tree, again.Resumed)
