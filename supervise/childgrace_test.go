@@ -33,6 +33,9 @@ func TestChildSettleGraceAfterTheManagerFailed(t *testing.T) {
 		{"no grace cancels at once", 0, 100 * time.Millisecond, 0, supervise.StatusNoWinner, supervise.ReasonDriverFailed, supervise.StateCancelled, 20 * time.Second},
 		{"a worker that outlasts the grace is cancelled", 200 * time.Millisecond, 0, 0, supervise.StatusNoWinner, supervise.ReasonDriverFailed, supervise.StateCancelled, 20 * time.Second},
 		{"the deadline bounds the grace", time.Hour, 0, 2 * time.Second, supervise.StatusNoWinner, "", supervise.StateCancelled, 30 * time.Second},
+		// childSettleGraceMs null: wait until the workers settled.
+		{"waiting for the workers lets one deliver", supervise.WaitForChildren, 300 * time.Millisecond, 0, supervise.StatusWinner, "", supervise.StateDone, 20 * time.Second},
+		{"the deadline bounds waiting for the workers", supervise.WaitForChildren, 0, 2 * time.Second, supervise.StatusNoWinner, "", supervise.StateCancelled, 30 * time.Second},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -135,5 +138,21 @@ func TestChildSettleGraceEndsOnRunCancel(t *testing.T) {
 	}
 	if res.Reason != supervise.ReasonCancelled || len(res.Tree) != 1 || res.Tree[0].State != supervise.StateCancelled {
 		t.Errorf("reason %s (error %+v), tree %+v; want cancelled with the worker cancelled", res.Reason, res.Error, res.Tree)
+	}
+}
+
+// A negative ChildSettleGrace is refused before anything runs, with
+// its option's pointer: 0 and WaitForChildren say what it could mean.
+func TestChildSettleGraceNegativeIsRefused(t *testing.T) {
+	o := baseOptions(t, &gateExecutor{release: make(chan struct{})}, nil)
+	o.ChildSettleGrace = -time.Second
+	o.Brain = supervise.BrainFunc(func(context.Context, *supervise.Coordinator, string) (supervise.BrainReport, error) {
+		t.Error("the brain ran")
+		return supervise.BrainReport{}, nil
+	})
+	_, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o)
+	var oe *supervise.OptionError
+	if !errors.As(err, &oe) || oe.Pointer != "/childSettleGrace" || !errors.Is(err, supervise.ErrInvalidOptions) {
+		t.Fatalf("Supervise = %v; want an *OptionError at /childSettleGrace", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"go/token"
 	"log/slog"
 	"maps"
+	"math"
 	"reflect"
 	"slices"
 	"strconv"
@@ -271,7 +272,8 @@ type Options struct {
 	// for. A worker that delivers within it can still win the run; a
 	// run whose result the manager already submitted does not wait. It
 	// is bounded by the run's deadline, and a run cancellation or the
-	// caller's context ends it. 0 cancels them at once.
+	// caller's context ends it. 0 cancels them at once;
+	// WaitForChildren waits until every one settled (the spec's null).
 	ChildSettleGrace time.Duration
 	// Now replaces time.Now; Logger receives what the run cannot return.
 	Now    func() time.Time
@@ -1188,6 +1190,12 @@ func (c *Coordinator) hasSubmitted() bool {
 	return c.submitted != nil
 }
 
+// WaitForChildren is the Options.ChildSettleGrace that keeps live workers
+// running, once the manager returned or failed on its own, until every
+// one of them settled (§3.6 childSettleGraceMs null): bounded only by the
+// run's deadline, a run cancellation and the caller's context.
+const WaitForChildren time.Duration = math.MaxInt64
+
 // childSettleGrace waits, after the manager returned, until the run's
 // live workers settled, grace passed, the run's deadline passed or ctx
 // ended (a run cancellation cancels the workers, which ends it too).
@@ -1201,14 +1209,20 @@ func (c *Coordinator) childSettleGrace(ctx context.Context, grace time.Duration,
 	if live, _ := c.scope.Live(); live == 0 {
 		return
 	}
-	c.logger.Info("supervise: the manager returned; its live workers get a grace to settle", "grace", grace)
+	var timeout <-chan time.Time // nil: wait until they settle
+	if grace == WaitForChildren {
+		c.logger.Info("supervise: the manager returned; waiting for its live workers to settle")
+	} else {
+		c.logger.Info("supervise: the manager returned; its live workers get a grace to settle", "grace", grace)
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		timeout = t.C
+	}
 	settled := make(chan struct{})
 	go func() { c.wg.Wait(); close(settled) }()
-	t := time.NewTimer(grace)
-	defer t.Stop()
 	select {
 	case <-settled:
-	case <-t.C:
+	case <-timeout:
 	case <-ctx.Done():
 	}
 }
@@ -1279,6 +1293,10 @@ func (o *Options) resolve(manager *profile.Profile) (Brain, Executor, error) {
 	if o.MaxTurns < 0 {
 		errs = append(errs, &OptionError{Field: "MaxTurns", Pointer: "/maxTurns",
 			Reason: fmt.Sprintf("%d is negative; 0 means the kernel's backstop", o.MaxTurns)})
+	}
+	if o.ChildSettleGrace < 0 {
+		errs = append(errs, &OptionError{Field: "ChildSettleGrace", Pointer: "/childSettleGrace",
+			Reason: fmt.Sprintf("%s is negative; 0 cancels live workers at once, WaitForChildren waits for them", o.ChildSettleGrace)})
 	}
 	if o.StallAfter < 0 {
 		errs = append(errs, &OptionError{Field: "StallAfter", Pointer: "/stallAfter",

@@ -486,7 +486,7 @@ none or its journal lost part of it, 2 on usage errors.`,
 	f.Float64Var(&workerUSD, "worker-usd", 0, "dollars each worker reserves (default: none)")
 	f.IntVar(&maxLive, "max-live", 0, "most workers live at once (default: no cap)")
 	f.IntVar(&maxTurns, "max-turns", 0, "most tool turns of the manager's model (default: the kernel's backstop)")
-	f.DurationVar(&childGrace, "child-settle-grace", 0, "when the manager returns or fails on its own (not by stop, a cancel or the deadline), how long its live workers may go on before they are cancelled (a worker that delivers within it can still win; default: cancelled at once)")
+	f.Var((*graceFlag)(&childGrace), "child-settle-grace", "when the manager returns or fails on its own (not by stop, a cancel or the deadline), how long its live workers may go on before they are cancelled, or \"wait\" until they settle (bounded by --timeout; a worker that delivers meanwhile can still win; default: cancelled at once)")
 	f.IntVar(&driverAttempts, "driver-attempts", 0, "with a claude-code, codex or opencode manager: most failed manager turns before the run ends driver-failed (default 8; 1 retries none); three in a row that change nothing end it sooner")
 	f.IntVar(&stopSettles, "stop-after-settles", 0, "the no-progress bound: end the run once this many workers in a row settled without improving on the best delivered result (default: no such bound)")
 	f.IntVar(&workerRetry, "worker-retry", 0, "start a worker up to N times in all when its backend refused it before anything ran (a pre-spawn refusal such as a bridge's acquire timeout, with nothing spent), waiting 5s doubling to 60s, at most 15m, within the run's deadline; 0 or 1: never retry")
@@ -1925,3 +1925,33 @@ func journalLossValue(v canonjson.Value, lost error) canonjson.Value {
 	m = append(m, canonjson.Member{Name: "error", Value: canonjson.StringValue(lost.Error())})
 	return v.With("journalIncomplete", canonjson.ObjectValue(m))
 }
+
+// graceFlag is --child-settle-grace: a duration, or "wait" for
+// supervise.WaitForChildren.
+type graceFlag time.Duration
+
+func (g *graceFlag) String() string {
+	switch d := time.Duration(*g); d {
+	case 0:
+		return "0s"
+	case supervise.WaitForChildren:
+		return "wait"
+	default:
+		return d.String()
+	}
+}
+
+func (g *graceFlag) Set(s string) error {
+	if s == "wait" {
+		*g = graceFlag(supervise.WaitForChildren)
+		return nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("want a duration such as 30s, or wait: %w", err)
+	}
+	*g = graceFlag(d)
+	return nil
+}
+
+func (g *graceFlag) Type() string { return "duration|wait" }

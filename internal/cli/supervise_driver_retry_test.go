@@ -110,6 +110,7 @@ func TestSuperviseDriverLoopFlagsAreUsageErrors(t *testing.T) {
 		{[]string{"--provider", "opencode", "--reprompt", "lots"}, "give a count"},
 		{[]string{"--provider", "opencode", "--driver-attempts", "-1"}, "cannot be negative"},
 		{[]string{"--child-settle-grace", "-1s"}, "--child-settle-grace cannot be negative"},
+		{[]string{"--child-settle-grace", "soon"}, "want a duration such as 30s, or wait"},
 		{[]string{"--stop-after-settles", "-2"}, "cannot be negative"},
 	}
 	for _, tc := range cases {
@@ -165,5 +166,32 @@ func TestSuperviseStopAfterSettlesBinary(t *testing.T) {
 	out, errOut, code = agentrtBinary(t, nil, append(common, "--run-dir", filepath.Join(dir, "run2"))...)
 	if code != 0 || !strings.Contains(out, "stopped   by the no-progress bound: no-progress") {
 		t.Errorf("exit %d, stdout:\n%s\nstderr:\n%s\nwant the no-progress line", code, out, errOut)
+	}
+}
+
+// §3.6 childSettleGraceMs through the real binary: a manager that
+// spawns a slow worker and answers without awaiting it. With
+// --child-settle-grace wait (the spec's null) the worker finishes and
+// its delivery wins (exit 0); without a grace it is cancelled at once
+// and the run has no winner.
+func TestSuperviseChildSettleGraceWaitBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs agentrt in child processes")
+	}
+	dir := t.TempDir()
+	slow := writeFile(t, "slow.json", `{"turns": [{"match": "note", "repeat": true, "steps": [{"delayMs": 500}, {"text": "Done: the note."}]}]}`)
+	script := managerScript(t, `{"turns": [`+spawnNote+`, `+answerDone+`]}`)
+	common := []string{"supervise", supManager, "--task", "Write release notes.", "--worker", noteWriter,
+		"--manager-script", script, "--script", slow, "--worker-tokens", "1000", "--expect", "Done", "--db", filepath.Join(dir, "s.db"), "--json"}
+	out, errOut, code := agentrtBinary(t, nil, append(common, "--run-dir", filepath.Join(dir, "wait"), "--child-settle-grace", "wait")...)
+	var res struct {
+		Status string `json:"status"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || res.Status != "winner" {
+		t.Errorf("--child-settle-grace wait: exit %d, stdout %s\nstderr %s\nwant 0 and the slow worker's delivery winning", code, out, errOut)
+	}
+	out, errOut, code = agentrtBinary(t, nil, append(common, "--run-dir", filepath.Join(dir, "none"))...)
+	if code == 0 || json.Unmarshal([]byte(out), &res) != nil || res.Status != "no-winner" {
+		t.Errorf("no grace: exit %d, stdout %s\nstderr %s\nwant no winner, the worker cancelled at once", code, out, errOut)
 	}
 }
