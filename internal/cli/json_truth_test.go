@@ -1,11 +1,21 @@
 package cli_test
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // TR11: what the supervise-family commands print for machines (--json)
@@ -232,5 +242,97 @@ func TestSuperviseJSONNoDollarCeilingChargesNoZero(t *testing.T) {
 	}
 	if doc.RunDir != dir {
 		t.Errorf("runDir %q, want %q", doc.RunDir, dir)
+	}
+}
+
+// A key given by environment never reaches what the run prints or
+// keeps: not stdout, not stderr, not a file of the run dir, not the run
+// store — neither when the run succeeds nor when the endpoint refuses
+// the key and echoes it back in its error, as a misconfigured proxy
+// does (DESIGN principle 2; spec §9). The endpoint saw the key, so the
+// run used it.
+func TestSuperviseSecretsStayOut(t *testing.T) {
+	const key = "sk-tr11-secret-4c1d9a"
+	for _, tc := range []struct {
+		name     string
+		echo     bool // the endpoint answers 401 echoing the key
+		wantCode int
+	}{
+		{"delivered", false, 0},
+		{"the endpoint echoes the key in a 401", true, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newCostEndpoint(t, "alpha")
+			var mu sync.Mutex
+			var sawKey bool
+			e.reply = func(w http.ResponseWriter, r *http.Request, _ string, _ int) bool {
+				mu.Lock()
+				sawKey = sawKey || r.Header.Get("Authorization") == "Bearer "+key
+				mu.Unlock()
+				if !tc.echo {
+					return false
+				}
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusUnauthorized)
+				fmt.Fprintf(w, `{"error": {"message": "Incorrect API key provided: %s", "type": "invalid_request_error", "code": "invalid_api_key"}}`, key)
+				return true
+			}
+			e.Start()
+			mgr := writeFile(t, "manager.json", `{"name": "manager", "harness": "cli-base", "model": {"default": "gpt-manager"},
+				"tools": {"agent_runtime_coordination_spawn_worker": true, "agent_runtime_coordination_await_event": true}}`)
+			wrk := writeFile(t, "writer.json", `{"name": "writer", "harness": "cli-base", "model": {"default": "gpt-writer"}}`)
+			dir, db := t.TempDir(), filepath.Join(t.TempDir(), "runs.db")
+			ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, buildAgentrt(t), "supervise", mgr, "--worker", wrk, "--task", "write the notes",
+				"--provider", "openai", "--base-url", e.URL+"/v1/", "--expect", "DONE", "--run-id", "keys", "--run-dir", dir,
+				"--db", db, "--budget-tokens", "5000", "--worker-tokens", "1000", "--iterations", "4", "--json")
+			cmd.Env = append(os.Environ(), "OPENAI_API_KEY="+key)
+			var out, errOut bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &errOut
+			code := 0
+			if err := cmd.Run(); err != nil {
+				var ee *exec.ExitError
+				if !errors.As(err, &ee) {
+					t.Fatal(err)
+				}
+				code = ee.ExitCode()
+			}
+			if code != tc.wantCode {
+				t.Fatalf("exit %d, want %d\n%s%s", code, tc.wantCode, out.String(), errOut.String())
+			}
+			doc := strictJSON[superviseDoc](t, out.String())
+			if tc.echo && (doc.Kind != "no-winner" || doc.Error == nil) {
+				t.Errorf("kind %q error %+v, want no-winner with the driver's error", doc.Kind, doc.Error)
+			}
+			mu.Lock()
+			if !sawKey {
+				t.Error("the endpoint never saw the key: the run did not use it")
+			}
+			mu.Unlock()
+			for what, b := range map[string][]byte{"stdout": out.Bytes(), "stderr": errOut.Bytes()} {
+				if bytes.Contains(b, []byte(key)) {
+					t.Errorf("%s holds the key:\n%s", what, b)
+				}
+			}
+			for _, root := range []string{dir, filepath.Dir(db)} {
+				err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+					if err != nil || d.IsDir() {
+						return err
+					}
+					b, err := os.ReadFile(p)
+					if err != nil {
+						return err
+					}
+					if bytes.Contains(b, []byte(key)) {
+						t.Errorf("%s holds the key", p)
+					}
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
 	}
 }
