@@ -1200,6 +1200,12 @@ func knownNumber(n int64, known bool) canonjson.Value {
 	return canonjson.NumberValue(float64(n))
 }
 
+// spentValue is s as agentrt's own spend member: each channel its
+// measured amount, null when unknown, and beside them charged, what the
+// budget charged for it (ceilings for unmeasured work included). A
+// charge is the spec amount's rule (specAmount): an unknown channel
+// nothing was charged for — no ceiling stood for it, as dollars under a
+// pool without a dollar ceiling — is null, never a 0 that reads as known.
 func spentValue(s supervise.SpentTotal) canonjson.Value {
 	usd := canonjson.NullValue()
 	if s.USDKnown {
@@ -1210,9 +1216,9 @@ func spentValue(s supervise.SpentTotal) canonjson.Value {
 		{Name: "iterations", Value: knownNumber(s.Iterations, s.IterationsKnown)},
 		{Name: "usd", Value: usd},
 		{Name: "charged", Value: canonjson.ObjectValue([]canonjson.Member{
-			{Name: "tokens", Value: canonjson.NumberValue(float64(s.Tokens))},
-			{Name: "iterations", Value: canonjson.NumberValue(float64(s.Iterations))},
-			{Name: "usd", Value: canonjson.NumberValue(float64(s.MicroUSD) / 1e6)},
+			{Name: "tokens", Value: specAmount(float64(s.Tokens), s.TokensKnown)},
+			{Name: "iterations", Value: specAmount(float64(s.Iterations), s.IterationsKnown)},
+			{Name: "usd", Value: specAmount(float64(s.MicroUSD)/1e6, s.USDKnown)},
 		})},
 	})
 }
