@@ -40,16 +40,18 @@ func osProfile(t *testing.T, doc string) *profile.Profile {
 // caller brain drives it, so its model is never called.
 func osManager(t *testing.T) *profile.Profile {
 	t.Helper()
+	return osProfile(t, osManagerDoc())
+}
+
+// osManagerDoc is osManager's document.
+func osManagerDoc() string {
 	tools := map[string]bool{}
 	for _, v := range []string{supervise.VerbSpawnWorker, supervise.VerbAwaitEvent, supervise.VerbObserveAgent, supervise.VerbSteerAgent, supervise.VerbStop} {
 		tools[supervise.ToolPrefix+v] = true
 	}
-	doc, err := json.Marshal(map[string]any{"name": "manager", "harness": "cli-base",
+	doc, _ := json.Marshal(map[string]any{"name": "manager", "harness": "cli-base",
 		"model": map[string]any{"default": "scripted/manager"}, "tools": tools})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return osProfile(t, string(doc))
+	return string(doc)
 }
 
 const osWorkerProfile = `{"name": "worker", "harness": "cli-base", "model": {"provider": "scripted", "default": "scripted/worker"}}`
