@@ -23,8 +23,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/profile"
+	"github.com/agentrt/agentrt/store"
+	"github.com/agentrt/agentrt/store/memory"
 	"github.com/agentrt/agentrt/supervise"
 )
 
@@ -466,5 +469,130 @@ func TestOutsideRestoreKeepsOriginalDeadline(t *testing.T) {
 				t.Fatalf("a executed again")
 			}
 		})
+	}
+}
+
+// heldStore is a store.Store whose appends of a settled record wait,
+// once armed, until the test lets them through: the slow side of a
+// settlement (a store that is slow to make it durable).
+type heldStore struct {
+	store.Store
+	armed   atomic.Bool
+	holding chan struct{} // closed when an append of a settled record is held
+	let     chan struct{} // closed to let it through
+	once    sync.Once
+}
+
+func (h *heldStore) AppendEvents(ctx context.Context, f store.Fence, events []store.NewEvent) ([]store.Event, error) {
+	if h.armed.Load() {
+		for _, e := range events {
+			if strings.Contains(string(canonjson.Marshal(e.Body)), `"kind":"settled"`) {
+				h.once.Do(func() { close(h.holding) })
+				select {
+				case <-h.let:
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+				break
+			}
+		}
+	}
+	return h.Store.AppendEvents(ctx, f, events)
+}
+
+// TestOutsideManagerNeverSeesAnUnjournaledSettlement (the "scheduler
+// left behind" class, §3.6 "Journal appends happen only after the event
+// is observed-committed"): while a worker's settled record is held in a
+// slow store journal, what the manager reads — await_event, observe_agent,
+// read_journal and the pool's readout — must not run ahead of it.
+func TestOutsideManagerNeverSeesAnUnjournaledSettlement(t *testing.T) {
+	st := &heldStore{Store: memory.New(nil), holding: make(chan struct{}), let: make(chan struct{})}
+	exec := newGated()
+	var seen []string
+	brain := funcBrain(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		most := int64(4_900) // of 5,000: a second such spawn fits only once this one settled
+		r, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "worker", Task: "t", Label: "w", Budget: &supervise.SpawnBudget{Tokens: &most}})
+		if err != nil {
+			return supervise.BrainReport{}, err
+		}
+		_, started := exec.gate(r.WorkerID)
+		<-started
+		before := c.Readout()
+		st.armed.Store(true)
+		exec.release(r.WorkerID, osRelease{text: "DONE", spent: ledger.Spend{Tokens: osI64(10), Iterations: osI64(1), MicroUSD: osI64(5)}})
+		select {
+		case <-st.holding:
+		case <-time.After(60 * time.Second):
+			return supervise.BrainReport{}, errors.New("the settled record never reached the store")
+		}
+		// The settled record is not durable: nothing may show it.
+		aw, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 300})
+		if err != nil {
+			return supervise.BrainReport{}, err
+		}
+		if aw.Event != nil {
+			seen = append(seen, "await_event returned the settlement")
+		}
+		if ob, err := c.Observe(r.WorkerID); err == nil && (ob.Status == supervise.StateDone || ob.Delivered || ob.OutRef != "") {
+			seen = append(seen, fmt.Sprintf("observe_agent says %s delivered=%v outRef=%q", ob.Status, ob.Delivered, ob.OutRef))
+		}
+		for _, rw := range c.Reentry().Settled {
+			if rw.ID == r.WorkerID {
+				seen = append(seen, fmt.Sprintf("Reentry lists it settled (outRef %q)", rw.OutRef))
+			}
+		}
+		for _, row := range c.ReadJournal(supervise.JournalArgs{Kinds: []string{supervise.KindSettled}}).Rows {
+			seen = append(seen, "read_journal holds "+row.Kind)
+		}
+		// The pool is the committing side (§3.6: an append follows the
+		// event's commit), so its readout may already hold the charge;
+		// what matters is that nothing it frees is spent ahead of the
+		// record, which the spawn below checks.
+		if after := c.Readout(); after.Channels["tokens"].Committed != before.Channels["tokens"].Committed {
+			t.Logf("the readout holds the charge before its record: %+v", after.Channels["tokens"])
+		}
+		// A spawn the unjournaled settlement's freed budget would fund
+		// must not be admitted ahead of that settlement's record.
+		spawned := make(chan error, 1)
+		go func() {
+			_, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "worker", Task: "t2", Label: "w2", Budget: &supervise.SpawnBudget{Tokens: &most}})
+			spawned <- err
+		}()
+		select {
+		case err := <-spawned:
+			seen = append(seen, fmt.Sprintf("a spawn funded by the unjournaled settlement returned first: %v", err))
+			spawned <- err
+		case <-time.After(300 * time.Millisecond):
+		}
+		close(st.let)
+		if err := <-spawned; err != nil {
+			return supervise.BrainReport{}, fmt.Errorf("the second spawn once the settlement landed: %w", err)
+		}
+		w2 := supervise.NodeID(string(r.WorkerID[:len(r.WorkerID)-1]) + "2")
+		_, started2 := exec.gate(w2)
+		<-started2
+		exec.release(w2, osRelease{text: "no", spent: ledger.Spend{Tokens: osI64(1), Iterations: osI64(1), MicroUSD: osI64(1)}})
+		for range 2 {
+			aw, err = c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 30_000})
+			if err != nil || aw.Event == nil {
+				return supervise.BrainReport{}, fmt.Errorf("after the record landed: %+v %v", aw, err)
+			}
+		}
+		return supervise.BrainReport{}, nil
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	res, err := supervise.Supervise(ctx, osManager(t), "held", supervise.Options{
+		Budget: osBudget, PerWorker: osPerWorker, Profiles: map[string]*profile.Profile{"worker": osProfile(t, osWorkerProfile)},
+		Deliverable: passCheck, Executor: exec, Brain: brain, RunID: "held", SpawnStore: st,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) > 0 {
+		t.Fatalf("the manager saw a settlement its journal did not hold yet:\n%s", strings.Join(seen, "\n"))
+	}
+	if res.Status != supervise.StatusWinner {
+		t.Fatalf("result %s %s", res.Status, res.Reason)
 	}
 }
