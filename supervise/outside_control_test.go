@@ -477,6 +477,8 @@ func TestOutsideRestoreKeepsOriginalDeadline(t *testing.T) {
 // settlement (a store that is slow to make it durable).
 type heldStore struct {
 	store.Store
+	kind    string // the record kind held; "" is settled
+	refuse  bool   // refuse the held append instead of letting it through
 	armed   atomic.Bool
 	holding chan struct{} // closed when an append of a settled record is held
 	let     chan struct{} // closed to let it through
@@ -486,12 +488,20 @@ type heldStore struct {
 func (h *heldStore) AppendEvents(ctx context.Context, f store.Fence, events []store.NewEvent) ([]store.Event, error) {
 	if h.armed.Load() {
 		for _, e := range events {
-			if strings.Contains(string(canonjson.Marshal(e.Body)), `"kind":"settled"`) {
+			kind := h.kind
+			if kind == "" {
+				kind = supervise.KindSettled
+			}
+			if strings.Contains(string(canonjson.Marshal(e.Body)), `"kind":"`+kind+`"`) {
 				h.once.Do(func() { close(h.holding) })
 				select {
 				case <-h.let:
 				case <-ctx.Done():
 					return nil, ctx.Err()
+				}
+				if h.refuse {
+					h.armed.Store(false)
+					return nil, errors.New("the disk is full")
 				}
 				break
 			}
@@ -594,5 +604,130 @@ func TestOutsideManagerNeverSeesAnUnjournaledSettlement(t *testing.T) {
 	}
 	if res.Status != supervise.StatusWinner {
 		t.Fatalf("result %s %s", res.Status, res.Reason)
+	}
+}
+
+// TestOutsideNoWorkerRunsAheadOfItsSpawnRecord (the same class, the
+// spawn side; §3.6 "every admitted spawn reserves its ceiling before
+// anything runs", journal before visible): while a spawn's record is
+// held in a slow store journal, its worker must not start (a crash
+// would leave work running, and spending, that no journal names) and
+// spawn_worker must not answer.
+func TestOutsideNoWorkerRunsAheadOfItsSpawnRecord(t *testing.T) {
+	st := &heldStore{Store: memory.New(nil), kind: supervise.KindSpawned, holding: make(chan struct{}), let: make(chan struct{})}
+	exec := newGated()
+	var seen []string
+	brain := funcBrain(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		st.armed.Store(true)
+		spawned := make(chan supervise.SpawnResult, 1)
+		go func() {
+			r, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "worker", Task: "t", Label: "w"})
+			if err != nil {
+				t.Errorf("spawn: %v", err)
+			}
+			spawned <- r
+		}()
+		select {
+		case <-st.holding:
+		case <-time.After(60 * time.Second):
+			return supervise.BrainReport{}, errors.New("the spawned record never reached the store")
+		}
+		id := supervise.NodeID("held:s1")
+		_, started := exec.gate(id)
+		select {
+		case <-started:
+			seen = append(seen, "the worker started before its spawned record was durable")
+		case <-spawned:
+			seen = append(seen, "spawn_worker answered before its spawned record was durable")
+		case <-time.After(300 * time.Millisecond):
+		}
+		if ob, err := c.Observe(id); err == nil {
+			// Known, not fixed here: the node is in the scope (pending)
+			// before its record is durable; see
+			// TestOutsideRefusedSpawnLeavesNothingVisible.
+			t.Logf("observe_agent knows the worker before its spawned record is durable: %s", ob.Status)
+		}
+		close(st.let)
+		r := <-spawned
+		<-started
+		exec.release(r.WorkerID, osRelease{text: "DONE", spent: ledger.Spend{Tokens: osI64(1), Iterations: osI64(1), MicroUSD: osI64(1)}})
+		_, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 30_000})
+		return supervise.BrainReport{}, err
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	res, err := supervise.Supervise(ctx, osManager(t), "held", supervise.Options{
+		Budget: osBudget, PerWorker: osPerWorker, Profiles: map[string]*profile.Profile{"worker": osProfile(t, osWorkerProfile)},
+		Deliverable: passCheck, Executor: exec, Brain: brain, RunID: "held", SpawnStore: st,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) > 0 {
+		t.Fatalf("the run ran ahead of a spawn its journal did not hold yet:\n%s", strings.Join(seen, "\n"))
+	}
+	if res.Status != supervise.StatusWinner {
+		t.Fatalf("result %s %s", res.Status, res.Reason)
+	}
+}
+
+// TestOutsideRefusedSpawnLeavesNothingVisible (§3.6 Durability: a spawn
+// whose record the journal refused failed and nothing happened): once
+// the store refused the spawned record, spawn_worker fails, the worker
+// never ran, and neither observe_agent nor the pool's readout knows it.
+//
+// Known defect, not fixed on this branch (the fix is not small): on
+// main the refused spawn stays in the scope as a cancelled node
+// ("journal-failed", Coordinator.unadmit): observe_agent reports it
+// cancelled, the result's tree names it and counts it down, so a
+// throwing driver's run ends all-children-down instead of driver-failed
+// (behaviour 42). Run with AGENTRT_OS11_KNOWN_DEFECTS=1 to see it fail.
+func TestOutsideRefusedSpawnLeavesNothingVisible(t *testing.T) {
+	if os.Getenv("AGENTRT_OS11_KNOWN_DEFECTS") == "" {
+		t.Skip("known defect: a spawn whose record the journal refused stays in the tree as a cancelled, down node (see the doc comment)")
+	}
+	st := &heldStore{Store: memory.New(nil), kind: supervise.KindSpawned, refuse: true, holding: make(chan struct{}), let: make(chan struct{})}
+	close(st.let)
+	exec := newGated()
+	var seen []string
+	brain := funcBrain(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		before := c.Readout()
+		st.armed.Store(true)
+		_, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "worker", Task: "t", Label: "w"})
+		if err == nil {
+			seen = append(seen, "spawn_worker succeeded though its record was refused")
+		}
+		if ob, err := c.Observe("held:s1"); err == nil {
+			seen = append(seen, fmt.Sprintf("observe_agent knows the refused worker: %s", ob.Status))
+		}
+		if d := cmp.Diff(before, c.Readout()); d != "" {
+			seen = append(seen, "the pool holds the refused spawn:\n"+d)
+		}
+		aw, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 200})
+		if err == nil && (aw.Event != nil || len(aw.Live) > 0) {
+			seen = append(seen, fmt.Sprintf("await_event: %+v", aw))
+		}
+		return supervise.BrainReport{}, errors.New("the journal is failing, so I give up")
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	res, err := supervise.Supervise(ctx, osManager(t), "held", supervise.Options{
+		Budget: osBudget, PerWorker: osPerWorker, Profiles: map[string]*profile.Profile{"worker": osProfile(t, osWorkerProfile)},
+		Deliverable: passCheck, Executor: exec, Brain: brain, RunID: "held", SpawnStore: st,
+	})
+	t.Logf("Supervise: %v", err)
+	// Behaviour 42: no child went down (none was spawned), so the
+	// throwing driver's run is driver-failed.
+	if res.Reason != supervise.ReasonDriverFailed || res.DownCount != 0 || len(res.Tree) != 0 {
+		seen = append(seen, fmt.Sprintf("result %s %s downCount %d tree %+v, want driver-failed with an empty tree", res.Status, res.Reason, res.DownCount, res.Tree))
+	}
+	exec.mu.Lock()
+	ran := len(exec.started)
+	exec.mu.Unlock()
+	if ran > 0 {
+		seen = append(seen, fmt.Sprintf("%d workers started", ran))
+	}
+	if len(seen) > 0 {
+		t.Fatalf("a refused spawn left traces:\n%s", strings.Join(seen, "\n"))
 	}
 }
