@@ -683,12 +683,13 @@ func (c *Coordinator) commitAdmitted(ctx context.Context, reply SpawnReply, tk *
 	return nil
 }
 
-// unadmit releases the reservation of a spawn that could not be
-// journaled (not durable, so not started) and returns err with what
-// releasing it failed with; c.spawnMu is held.
+// unadmit undoes the admission of a spawn that could not be journaled
+// (not durable, so not started): Scope.forget releases its reservation
+// and takes it out of the tree, so nothing happened. It returns err with
+// what undoing it failed with; c.spawnMu is held.
 func (c *Coordinator) unadmit(node NodeID, err error) error {
-	if _, serr := c.scope.Settle(node, Result{State: StateCancelled, Spent: zeroSpend(), Reason: "journal-failed"}); serr != nil {
-		err = errors.Join(err, serr)
+	if ferr := c.scope.forget(node); ferr != nil {
+		err = errors.Join(err, ferr)
 	}
 	return err
 }

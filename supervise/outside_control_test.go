@@ -675,17 +675,11 @@ func TestOutsideNoWorkerRunsAheadOfItsSpawnRecord(t *testing.T) {
 // whose record the journal refused failed and nothing happened): once
 // the store refused the spawned record, spawn_worker fails, the worker
 // never ran, and neither observe_agent nor the pool's readout knows it.
-//
-// Known defect, not fixed on this branch (the fix is not small): on
-// main the refused spawn stays in the scope as a cancelled node
-// ("journal-failed", Coordinator.unadmit): observe_agent reports it
-// cancelled, the result's tree names it and counts it down, so a
-// throwing driver's run ends all-children-down instead of driver-failed
-// (behaviour 42). Run with AGENTRT_OS11_KNOWN_DEFECTS=1 to see it fail.
+// On main the refused spawn stayed in the scope as a cancelled node
+// ("journal-failed"): observe_agent reported it, the result's tree
+// named it and counted it down, so a throwing driver's run ended
+// all-children-down instead of driver-failed (behaviour 42).
 func TestOutsideRefusedSpawnLeavesNothingVisible(t *testing.T) {
-	if os.Getenv("AGENTRT_OS11_KNOWN_DEFECTS") == "" {
-		t.Skip("known defect: a spawn whose record the journal refused stays in the tree as a cancelled, down node (see the doc comment)")
-	}
 	st := &heldStore{Store: memory.New(nil), kind: supervise.KindSpawned, refuse: true, holding: make(chan struct{}), let: make(chan struct{})}
 	close(st.let)
 	exec := newGated()
@@ -729,5 +723,70 @@ func TestOutsideRefusedSpawnLeavesNothingVisible(t *testing.T) {
 	}
 	if len(seen) > 0 {
 		t.Fatalf("a refused spawn left traces:\n%s", strings.Join(seen, "\n"))
+	}
+}
+
+// TestOutsideRunResumesAfterATransientlyRefusedSpawn (§3.6 node ids are
+// deterministic; behaviour 46): a store journal refuses one spawn's
+// record once, the manager spawns again and that spawn is journaled;
+// the run is interrupted (its caller's context) and resumed. The resume
+// must replay the journal — on main the refused spawn had used up id
+// s1, the journaled spawn was s2, and the replay, which gives it s1,
+// refused the run ("replayed spawn got id … s1, journal says … s2").
+func TestOutsideRunResumesAfterATransientlyRefusedSpawn(t *testing.T) {
+	st := &heldStore{Store: memory.New(nil), kind: supervise.KindSpawned, refuse: true, holding: make(chan struct{}), let: make(chan struct{})}
+	close(st.let)
+	exec := newGated()
+	workers := map[string]*profile.Profile{"worker": osProfile(t, osWorkerProfile)}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var second supervise.SpawnResult
+	first := funcBrain(func(bctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		st.armed.Store(true)
+		if _, err := c.Spawn(bctx, supervise.SpawnArgs{Profile: "worker", Task: "t", Label: "w"}); err == nil {
+			return supervise.BrainReport{}, errors.New("the refused spawn succeeded")
+		}
+		var err error
+		second, err = c.Spawn(bctx, supervise.SpawnArgs{Profile: "worker", Task: "t", Label: "w"})
+		if err != nil {
+			return supervise.BrainReport{}, err
+		}
+		_, started := exec.gate(second.WorkerID)
+		<-started
+		exec.release(second.WorkerID, osRelease{text: "DONE", spent: ledger.Spend{Tokens: osI64(3), Iterations: osI64(1), MicroUSD: osI64(3)}})
+		if _, err := c.Await(bctx, supervise.AwaitArgs{TimeoutMS: 30_000}); err != nil {
+			return supervise.BrainReport{}, err
+		}
+		cancel() // the host stops: interrupted, not ended
+		<-bctx.Done()
+		return supervise.BrainReport{}, bctx.Err()
+	})
+	o := supervise.Options{Budget: osBudget, PerWorker: osPerWorker, Profiles: workers, Deliverable: passCheck,
+		Executor: exec, Brain: first, RunID: "transient", SpawnStore: st}
+	res, err := supervise.Supervise(ctx, osManager(t), "transient", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Reason != supervise.ReasonAborted {
+		t.Fatalf("first process: %s %s, want no-winner aborted (interrupted)", res.Status, res.Reason)
+	}
+	var replayed *supervise.Event
+	o.Resume, o.Executor = true, newGated()
+	o.Brain = funcBrain(func(bctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		aw, err := c.Await(bctx, supervise.AwaitArgs{TimeoutMS: 30_000})
+		replayed = aw.Event
+		return supervise.BrainReport{}, err
+	})
+	rctx, rcancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer rcancel()
+	res, err = supervise.Supervise(rctx, osManager(t), "", o)
+	if err != nil {
+		t.Fatalf("behaviour 46: the resume refused the run: %v", err)
+	}
+	if replayed == nil || replayed.WorkerID != second.WorkerID {
+		t.Fatalf("the resume replayed %+v, want %s's settlement", replayed, second.WorkerID)
+	}
+	if res.Status != supervise.StatusWinner || res.Winner.Node != second.WorkerID {
+		t.Fatalf("resumed result %s %s %+v", res.Status, res.Reason, res.Winner)
 	}
 }
