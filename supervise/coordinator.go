@@ -290,6 +290,13 @@ type worker struct {
 	done      chan struct{}
 	started   time.Time
 
+	// settling: its settlement is being made (checked, stored, settled
+	// in the scope) and its settled record is not yet durable. What a
+	// manager reads of it (observe_agent, Reentry) still shows it
+	// running until the record is journaled, as Await does: the manager
+	// never acts on a settlement a crash would take back. Guarded by
+	// c.mu; set before its result fields are written.
+	settling bool
 	// recovered: settled from its journaled execution (Recoverer);
 	// progress is nil for a worker this process did not run; paged is
 	// the settled value observe_agent last paged through.
@@ -682,12 +689,13 @@ func (c *Coordinator) commitAdmitted(ctx context.Context, reply SpawnReply, tk *
 	return nil
 }
 
-// unadmit releases the reservation of a spawn that could not be
-// journaled (not durable, so not started) and returns err with what
-// releasing it failed with; c.spawnMu is held.
+// unadmit undoes the admission of a spawn that could not be journaled
+// (not durable, so not started): Scope.forget releases its reservation
+// and takes it out of the tree, so nothing happened. It returns err with
+// what undoing it failed with; c.spawnMu is held.
 func (c *Coordinator) unadmit(node NodeID, err error) error {
-	if _, serr := c.scope.Settle(node, Result{State: StateCancelled, Spent: zeroSpend(), Reason: "journal-failed"}); serr != nil {
-		err = errors.Join(err, serr)
+	if ferr := c.scope.forget(node); ferr != nil {
+		err = errors.Join(err, ferr)
 	}
 	return err
 }
@@ -935,7 +943,9 @@ func (c *Coordinator) settleAs(ctx context.Context, w *worker, res WorkResult, s
 	w.progress.settled()
 	c.mu.Lock()
 	an, isAnalyst := c.analysts[w.id]
+	w.settling = true
 	c.mu.Unlock()
+	defer c.settled(w) // also on the early return below
 	if isAnalyst && len(res.Text) > an.limit {
 		res.Text = clip(res.Text, an.limit)
 		c.mu.Lock()
@@ -1034,6 +1044,8 @@ func (c *Coordinator) settleAs(ctx context.Context, w *worker, res WorkResult, s
 	if err := tk.commitOrLose(bg); err != nil {
 		c.logger.Error("supervise: journaling a settlement", "node", w.id, "err", err)
 	}
+	// Durable (or its loss recorded): a manager may read it now.
+	c.settled(w)
 	if trip != nil {
 		// Before the settlement that tripped it is delivered: the
 		// manager that sees it already finds the scope aborted.
@@ -1059,6 +1071,14 @@ func (c *Coordinator) settleAs(ctx context.Context, w *worker, res WorkResult, s
 	}
 	c.publish(w, st.State)
 	c.cancelObserved(ctx, w.id, st.State)
+}
+
+// settled ends w's settling: what a manager reads of it shows its
+// settlement.
+func (c *Coordinator) settled(w *worker) {
+	c.mu.Lock()
+	w.settling = false
+	c.mu.Unlock()
 }
 
 // publish queues w's settlement for Await.

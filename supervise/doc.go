@@ -201,7 +201,13 @@
 // per event, appended once the event is committed; §6: a restore debits
 // committed spend exactly once). A state change is journaled before it
 // is visible where it can be refused instead — a spawn, a defined
-// analyst, a requested analysis: the verb fails and nothing happened.
+// analyst, a requested analysis: the verb fails and nothing happened
+// (a spawn whose record was refused leaves the tree, and its sequence
+// number is given back when no spawn came after it). A worker's
+// settlement is shown to its manager — await_event, observe_agent,
+// Reentry — only once its record is durable (or its loss counted);
+// the pool, which commits the charge first, may hold it before, but
+// a spawn the freed budget admits is journaled after it.
 // Where the change already happened when its record is refused — a
 // worker's settlement, the manager's metered spend, a submitted result,
 // a control acknowledgement, a graph edge noted — the run goes on, but

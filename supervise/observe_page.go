@@ -140,7 +140,12 @@ func (c *Coordinator) ObservePage(_ context.Context, a ObserveArgs) (Observation
 		cached  *pagedValue
 		settled bool
 	)
-	if w != nil {
+	if w != nil && w.settling {
+		// Its settled record is not durable yet: it is still running
+		// as far as its manager can know (Await has not returned it).
+		o.Status, o.Spent, o.Reason = StateRunning, nil, ""
+		info.Settlement = nil
+	} else if w != nil {
 		if info.InDoubt && o.Reason == "" {
 			o.Reason = w.reason // why it could not be recovered
 		}

@@ -119,6 +119,12 @@ func (c *Coordinator) Reentry() ReentryState {
 		rw := ReentryWorker{ID: n.ID, Label: clip(n.Label, MaxReentryText), Profile: clip(n.Profile, MaxReentryText),
 			Key: clip(n.Key, MaxReentryText), State: n.State}
 		w := c.workers[n.ID]
+		if w != nil && w.settling {
+			// Not durable yet: live, as observe_agent shows it.
+			rw.State = StateRunning
+			live = append(live, rw)
+			continue
+		}
 		switch {
 		case n.InDoubt || n.NeverSettled:
 			if w != nil {

@@ -255,6 +255,9 @@ type node struct {
 	// assignment is its assignment under the manager that spawned it
 	// (SpawnReply.Assignment).
 	assignment string
+	// prior is the node its key named before it (a retried keyed
+	// spawn's down prior), nil for none: forget gives the key back.
+	prior *node
 }
 
 func (n *node) live() bool { return n.State.Live() && !n.InDoubt && !n.NeverSettled }
@@ -688,6 +691,7 @@ func (s *Scope) admit(req SpawnRequest) (SpawnReply, error) {
 	l.live++
 	reply = SpawnReply{Node: n.ID, Seq: n.Seq, Reserved: budget, ResumeOf: resumeOf}
 	if req.Key != "" {
+		n.prior = s.keys[managerKey{req.Parent, req.Key}]
 		s.keys[managerKey{req.Parent, req.Key}] = n
 		reply.Assignment = "key:" + req.Key
 	} else {
@@ -975,6 +979,51 @@ func (s *Scope) Settle(id NodeID, r Result) (Settlement, error) {
 		l.settled = n
 	}
 	return st, settleErr
+}
+
+// forget undoes the admission of id, a spawn whose record the journal
+// refused (§3.6 Durability: the verb fails and nothing happened): its
+// reservation is released uncharged and it leaves the tree, its key
+// and its label, so no reader — observe_agent, the result's tree and
+// down count, a later spawn's key or continuity — sees a worker the
+// journal never held. When it is the newest admission its sequence
+// number and ordinal are given back, so the next spawn gets the id a
+// resume replaying the journal will give it. Only a pending node (its
+// worker never started) can be forgotten.
+func (s *Scope) forget(id NodeID) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.nodes[id]
+	if n == nil || n.State != StatePending || n.ticket == nil {
+		return fmt.Errorf("supervise: cannot forget %s: not a pending admission", id)
+	}
+	err := s.settleTicketLocked(n, zeroSpend(), false)
+	delete(s.nodes, id)
+	if i := slices.Index(s.order, n); i >= 0 {
+		s.order = slices.Delete(s.order, i, i+1)
+	}
+	s.live--
+	l := s.labelledOf(n)
+	if i := slices.Index(l.nodes, n); i >= 0 {
+		l.nodes = slices.Delete(l.nodes, i, i+1)
+	}
+	l.live--
+	if n.Key != "" {
+		k := managerKey{n.Parent, n.Key}
+		if s.keys[k] == n {
+			if n.prior != nil {
+				s.keys[k] = n.prior
+			} else {
+				delete(s.keys, k)
+			}
+		}
+	} else if n.assignment == "ordinal:"+strconv.Itoa(s.ordinals[n.Parent]-1) {
+		s.ordinals[n.Parent]--
+	}
+	if n.Seq == s.seq {
+		s.seq--
+	}
+	return err
 }
 
 // Labelled returns the newest node spawned under parent with label (its
