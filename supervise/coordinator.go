@@ -1987,6 +1987,10 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 				}
 				req.Authored = p
 			}
+			// A refused spawn's number the journal skips is skipped.
+			if seq, ok := r.Node.seq(); ok {
+				c.scope.skipTo(seq)
+			}
 			// Admitted by the process that journaled it: AuthorizeSpawn
 			// is not asked again.
 			reply, err := c.scope.admit(req)

@@ -29,6 +29,17 @@ func (n NodeID) Parent() (NodeID, bool) {
 	return n[:i], true
 }
 
+// seq returns the scope sequence number n's last segment names, and
+// false for a root id.
+func (n NodeID) seq() (int, bool) {
+	i := strings.LastIndex(string(n), ":s")
+	if i < 0 {
+		return 0, false
+	}
+	v, err := strconv.Atoi(string(n[i+2:]))
+	return v, err == nil && v > 0
+}
+
 // State is a node's lifecycle state (§3.6 "Node lifecycle").
 type State string
 

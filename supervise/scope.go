@@ -318,6 +318,19 @@ type Scope struct {
 	authorizeTimeout time.Duration
 }
 
+// skipTo makes seq the next sequence number a replayed spawn gets when
+// the journal's next spawn record skips numbers: each one a spawn whose
+// record the journal refused after a later spawn was admitted
+// (Scope.forget gives a number back only when it was the newest). It
+// never goes back.
+func (s *Scope) skipTo(seq int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.replaying && seq-1 > s.seq {
+		s.seq = seq - 1
+	}
+}
+
 // setReplaying marks the journal's replay begun or done.
 func (s *Scope) setReplaying(on bool) {
 	s.mu.Lock()
