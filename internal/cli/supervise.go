@@ -1428,9 +1428,16 @@ func supervisedValue(res supervise.SupervisedResult, runDir string) canonjson.Va
 	}
 	var workers []canonjson.Value
 	for _, n := range res.Tree {
+		// A worker spawned without a label is named by its profile, as
+		// its spend gap names it (a graph spawns its nodes so): the two
+		// lists agree on every worker's label.
+		label := n.Label
+		if label == "" {
+			label = n.Profile
+		}
 		wm := []canonjson.Member{
 			{Name: "id", Value: canonjson.StringValue(string(n.ID))},
-			{Name: "label", Value: canonjson.StringValue(n.Label)},
+			{Name: "label", Value: canonjson.StringValue(label)},
 			{Name: "profile", Value: canonjson.StringValue(n.Profile)},
 			{Name: "state", Value: canonjson.StringValue(string(n.State))},
 			{Name: "delivered", Value: canonjson.BoolValue(n.Delivered)},
