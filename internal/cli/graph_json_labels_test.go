@@ -6,7 +6,8 @@ import (
 )
 
 // agentrt graph --json names a worker alike in workers[] and spendGaps[]
-// (spec §3.6 result: workers with label, spendGaps[{id, label?, …}]): a
+// (spec §3.6 result: workers with label, the tree's nodes with label,
+// spendGaps[{id, label?, …}]): a
 // graph spawns its nodes without a label, and a spend gap names such a
 // worker by its profile, so workers[].label must too — not "" beside a
 // gap that says "coder".
@@ -27,6 +28,12 @@ func TestOutsideGraphWorkerLabelMatchesSpendGap(t *testing.T) {
 		labels[fmt.Sprint(at(w, "id"))] = fmt.Sprint(at(w, "label"))
 		if at(w, "profile") == "coder" && at(w, "label") != "coder" {
 			t.Errorf("worker %v of node coder has label %q, want %q (its profile, as spendGaps names it)", at(w, "id"), at(w, "label"), "coder")
+		}
+	}
+	for _, n := range asList(at(v, "tree", "nodes")) {
+		id := fmt.Sprint(at(n, "id"))
+		if l, ok := labels[id]; ok && at(n, "label") != l {
+			t.Errorf("tree.nodes[] %s has label %q, workers[] %q", id, at(n, "label"), l)
 		}
 	}
 	matched := 0

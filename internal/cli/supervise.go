@@ -1301,6 +1301,17 @@ func budgetViolationValue(n supervise.NodeInfo) (canonjson.Value, bool) {
 	return canonjson.ObjectValue([]canonjson.Member{{Name: "overspent", Value: canonjson.ArrayValue(over)}}), true
 }
 
+// workerLabel is the label --json gives a worker: its own, or its
+// profile when it was spawned without one (a graph spawns its nodes so),
+// as supervise names it in spendGaps — so workers[], tree.nodes[] and
+// spendGaps[] agree on every worker's label.
+func workerLabel(n supervise.NodeInfo) string {
+	if n.Label != "" {
+		return n.Label
+	}
+	return n.Profile
+}
+
 // specTree is the result's tree as the spec's TreeView (§3.6):
 // {root, nodes[{id, parent?, label, status, runtime?, budget, spent,
 // outRef?}], inFlight, waiting}.
@@ -1319,7 +1330,7 @@ func specTree(res supervise.SupervisedResult) canonjson.Value {
 			nm = append(nm, canonjson.Member{Name: "parent", Value: canonjson.StringValue(string(n.Parent))})
 		}
 		nm = append(nm,
-			canonjson.Member{Name: "label", Value: canonjson.StringValue(n.Label)},
+			canonjson.Member{Name: "label", Value: canonjson.StringValue(workerLabel(n.NodeInfo))},
 			canonjson.Member{Name: "status", Value: canonjson.StringValue(string(n.State))})
 		if n.Runtime != "" {
 			nm = append(nm, canonjson.Member{Name: "runtime", Value: canonjson.StringValue(n.Runtime)})
@@ -1428,16 +1439,9 @@ func supervisedValue(res supervise.SupervisedResult, runDir string) canonjson.Va
 	}
 	var workers []canonjson.Value
 	for _, n := range res.Tree {
-		// A worker spawned without a label is named by its profile, as
-		// its spend gap names it (a graph spawns its nodes so): the two
-		// lists agree on every worker's label.
-		label := n.Label
-		if label == "" {
-			label = n.Profile
-		}
 		wm := []canonjson.Member{
 			{Name: "id", Value: canonjson.StringValue(string(n.ID))},
-			{Name: "label", Value: canonjson.StringValue(label)},
+			{Name: "label", Value: canonjson.StringValue(workerLabel(n.NodeInfo))},
 			{Name: "profile", Value: canonjson.StringValue(n.Profile)},
 			{Name: "state", Value: canonjson.StringValue(string(n.State))},
 			{Name: "delivered", Value: canonjson.BoolValue(n.Delivered)},
