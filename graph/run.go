@@ -396,9 +396,35 @@ func (r *run) capReached(e Edge) bool {
 	return true
 }
 
+// charge charges one traversal to e's cap.
 func (r *run) charge(e Edge) {
 	r.mu.Lock()
 	r.spent[e.ID()]++
+	r.mu.Unlock()
+}
+
+// reserve charges one traversal to e's cap unless it is spent (then it
+// marks e exhausted and reports false), in one step: two settlement
+// hooks of one analyzes edge deciding at once (their analysts' spawns
+// are decided outside the graph's locks, by AuthorizeSpawn among
+// others) cannot both take its last traversal. release gives back a
+// reservation whose analyst did not start.
+func (r *run) reserve(e Edge) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	id := e.ID()
+	if r.spent[id] >= e.limit() {
+		r.markExhaustedLocked(e)
+		return false
+	}
+	r.spent[id]++
+	return true
+}
+
+// release gives back a traversal reserve charged to e.
+func (r *run) release(e Edge) {
+	r.mu.Lock()
+	r.spent[e.ID()]--
 	r.mu.Unlock()
 }
 
@@ -460,7 +486,7 @@ func (r *run) analyze(ctx context.Context, c *supervise.Coordinator, node string
 		}
 		row := LedgerRow{Edge: e.ID(), Kind: Analyzes, From: strings.Join(e.Over, "+"), To: e.To, Directive: e.Directive,
 			Continuity: ContinuitySteer, Outcome: OutcomeUnpropagated, WorkerID: out.Node}
-		if r.capReached(e) {
+		if !r.reserve(e) {
 			row.Reason = capReason(e)
 			r.record(ctx, row, false)
 			continue
@@ -470,10 +496,10 @@ func (r *run) analyze(ctx context.Context, c *supervise.Coordinator, node string
 		res, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: e.Analyst, Task: task, Label: e.Analyst})
 		if err == nil {
 			r.analystRuns[res.WorkerID] = analystRun{edge: e, source: out.Node}
-			r.charge(e)
 		}
 		r.spawnMu.Unlock()
 		if err != nil {
+			r.release(e)
 			row.Reason = "analyst spawn refused: " + err.Error()
 			r.record(ctx, row, false)
 		}
