@@ -465,9 +465,16 @@ func (r *run) checkOutput(ctx context.Context, out supervise.Output) (kernel.Ver
 	r.spawnMu.Unlock()
 	r.mu.Lock()
 	c := r.coord
+	// An analyst node's findings are routed (and their row journaled)
+	// from here, before its settlement is journaled: a process killed
+	// between the two leaves a row naming it, and the resumed run that
+	// recovers its execution checks its output again — routed once.
+	routed := r.analysed[out.Node]
 	r.mu.Unlock()
 	if isAnalyst {
-		r.routeFindings(ctx, c, ar, out)
+		if !routed {
+			r.routeFindings(ctx, c, ar, out)
+		}
 		return kernel.Verdict{Passed: false, Reason: "analyst findings are evidence, never a deliverable"}, nil
 	}
 	// The analysts over the node run from afterSettle, once the worker's
