@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -126,5 +127,99 @@ func TestRecoveredAnalystNodeIsNotRoutedTwiceBehaviour46(t *testing.T) {
 	}
 	if rows := rowsOfKind(res.Ledger, graph.Analyzes); len(rows) != critics {
 		t.Errorf("%d analyzes rows for %d critic workers, want one each: %+v", len(rows), critics, rows)
+	}
+}
+
+// RES-03 (§3.7, behaviour 46): the kill matrix
+// (TestGraphResumesFromEveryJournalCutBehaviour46) with workers the
+// resumed run recovers from their finished kernel runs instead of
+// leaving them in doubt: at every cut of the reference journal the
+// resume wins, runs no settled node again and no node twice, and ledgers
+// one delivered delegates row per worker and one analyzes row per
+// analyst worker.
+func TestGraphResumesEveryCutWithRecoveryBehaviour46(t *testing.T) {
+	lens := starGraph(t)
+	lens.Edges = append(lens.Edges, graph.Edge{Kind: graph.Analyzes, Analyst: "failure-triage", Over: []string{"coder"}, To: "driver", Directive: "analyze/critic/v2"})
+	for _, tc := range []struct {
+		name    string
+		graph   graph.Graph
+		analyst string
+	}{
+		{"analyst node", withCritic(t, "driver"), "critic"},
+		{"lens", lens, "analyst-failure-triage"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := tc.graph
+			g.Budget.MicroUSD = nil
+			tmp := t.TempDir()
+			refDir, db := filepath.Join(tmp, "ref"), filepath.Join(tmp, "kernel.db")
+			ref, _, err := recoverableRun(t, g, refDir, db)
+			if err != nil || ref.Result.Winner == nil {
+				t.Fatalf("reference run: %v, %+v", err, ref.Result)
+			}
+			journal, err := os.ReadFile(filepath.Join(refDir, supervise.SpawnJournalFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := bytes.SplitAfter(bytes.TrimSuffix(journal, []byte("\n")), []byte("\n"))
+			for k := range len(lines) + 1 {
+				dir := filepath.Join(tmp, "cut", strconv.Itoa(k))
+				if err := os.CopyFS(filepath.Join(dir, "blobs"), os.DirFS(filepath.Join(refDir, "blobs"))); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, supervise.SpawnJournalFile), bytes.Join(lines[:k], nil), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				profileOf, settled := map[string]string{}, map[string]bool{}
+				last := "nothing"
+				for _, l := range lines[:k] {
+					var rec struct{ Kind, Node, Profile string }
+					if err := json.Unmarshal(l, &rec); err != nil {
+						t.Fatal(err)
+					}
+					last = rec.Kind + " " + rec.Node
+					switch rec.Kind {
+					case supervise.KindSpawned:
+						profileOf[rec.Node] = rec.Profile
+					case supervise.KindSettled:
+						settled[profileOf[rec.Node]] = true
+					}
+				}
+				where := "cut after " + last
+				res, exec, err := recoverableRun(t, g, dir, db)
+				if err != nil {
+					t.Errorf("%s: %v", where, err)
+					continue
+				}
+				if w := res.Result.Winner; w == nil || w.Text != ref.Result.Winner.Text {
+					t.Errorf("%s: winner %+v (%s %s), want the reference's %q", where, w, res.Result.Status, res.Result.Reason, ref.Result.Winner.Text)
+				}
+				for _, node := range []string{"coder", "reviewer", tc.analyst} {
+					if n := exec.count(node); (settled[node] && n != 0) || n > 1 {
+						t.Errorf("%s: %s (settled before the cut: %v) ran %d times on resume", where, node, settled[node], n)
+					}
+				}
+				delegated, analysts := map[supervise.NodeID]int{}, 0
+				for _, r := range res.Ledger {
+					switch {
+					case r.Kind == graph.Delegates && r.Outcome == graph.OutcomeDelivered:
+						delegated[r.WorkerID]++
+					case r.Kind == graph.Analyzes:
+						analysts++
+					}
+				}
+				critics := 0
+				for _, n := range res.Result.Tree {
+					if n.Profile == tc.analyst {
+						critics++
+					} else if delegated[n.ID] != 1 {
+						t.Errorf("%s: worker %s (%s) has %d delivered delegates rows, want 1: %v", where, n.ID, n.Profile, delegated[n.ID], ledgerRows(res.Ledger))
+					}
+				}
+				if analysts != critics || critics == 0 {
+					t.Errorf("%s: %d analyzes rows for %d analyst workers, want one each: %+v", where, analysts, critics, res.Ledger)
+				}
+			}
+		})
 	}
 }
