@@ -74,6 +74,10 @@ type Options struct {
 	// finding's settlement hook before the finding is routed and
 	// ledgered: a hook the scheduler left behind the driver.
 	beforeLensRoute func()
+	// afterRouteSteer, set by tests alone (export_test.go), runs when a
+	// routed finding's steer has been delivered and before its row is
+	// ledgered: a destination worker quicker than the graph.
+	afterRouteSteer func()
 }
 
 // Message is an instruction on its way into a live worker: a steer, a
@@ -143,7 +147,7 @@ func RunGraph(ctx context.Context, g Graph, o Options) (GraphResult, error) {
 	}
 	r := &run{plan: pl, opts: o, check: g.Deliverable, logger: logger, topo: topo, count: map[string]int{}, spent: map[string]int{},
 		bound: map[string][]supervise.NodeID{}, analystRuns: map[supervise.NodeID]analystRun{}, lensRuns: map[supervise.NodeID]analystRun{}, lensBy: map[string]supervise.NodeID{}, analysed: map[supervise.NodeID]bool{},
-		lensHooks: map[supervise.NodeID]chan struct{}{}}
+		lensHooks: map[supervise.NodeID]chan struct{}{}, routing: map[supervise.NodeID]int{}, routeWake: make(chan struct{})}
 	so := o.Supervise
 	so.Budget = *g.Budget
 	so.Deliverable = supervise.Deliverable{Check: r.checkOutput, Describe: g.Deliverable.Describe}
@@ -236,6 +240,13 @@ type run struct {
 	// which ledgers the finding's route) returned: Driver.Await hands the
 	// driver a lens finding only then (see findingHook).
 	lensHooks map[supervise.NodeID]chan struct{}
+	// routing counts, per destination worker, the routed findings being
+	// steered into it whose rows are not ledgered yet; routeWake is
+	// closed (and replaced) whenever a count drops. Driver.Await hands
+	// the driver a destination's event only once its count is 0: the
+	// worker may answer the steer and settle before its row.
+	routing   map[supervise.NodeID]int
+	routeWake chan struct{}
 }
 
 // analystRun is an analyst worker: its edge and the worker it analyzes.
@@ -597,6 +608,10 @@ func (r *run) routeFindings(ctx context.Context, c *supervise.Coordinator, ar an
 // a root's steer).
 func (r *run) steer(ctx context.Context, c *supervise.Coordinator, row LedgerRow, dest supervise.NodeID, node, instruction string, interrupt bool, analyst supervise.NodeID) (supervise.SteerResult, error) {
 	row.WorkerID = dest
+	if analyst != "" {
+		r.routeStarted(dest)
+		defer r.routeLedgered(dest)
+	}
 	charge := row.Kind == Delegates // steers consume the delegates edge's future spawns
 	record := func(row LedgerRow, charge bool) {
 		r.recordOf(ctx, journaledRow{LedgerRow: row, Charged: charge, Analyst: analyst})
@@ -612,6 +627,9 @@ func (r *run) steer(ctx context.Context, c *supervise.Coordinator, row LedgerRow
 		row.Outcome, row.Reason = OutcomeUnpropagated, "not authorized: "+note.refused.Error()
 		record(row, charge)
 		return supervise.SteerResult{}, &supervise.VerbRefusal{Code: "message-not-authorized", Reason: note.refused.Error()}
+	}
+	if analyst != "" && r.opts.afterRouteSteer != nil {
+		r.opts.afterRouteSteer()
 	}
 	sent := instruction
 	if note.called {
@@ -630,6 +648,44 @@ func (r *run) steer(ctx context.Context, c *supervise.Coordinator, row LedgerRow
 	}
 	record(row, charge)
 	return res, nil
+}
+
+// routeStarted marks a routed finding on its way into worker dest.
+func (r *run) routeStarted(dest supervise.NodeID) {
+	r.mu.Lock()
+	r.routing[dest]++
+	r.mu.Unlock()
+}
+
+// routeLedgered marks a routed finding into dest ledgered.
+func (r *run) routeLedgered(dest supervise.NodeID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.routing[dest]--; r.routing[dest] <= 0 {
+		delete(r.routing, dest)
+	}
+	close(r.routeWake)
+	r.routeWake = make(chan struct{})
+}
+
+// awaitRoutes waits until no routed finding into worker id is between
+// its delivery and its row, or ctx ends (the event is handed over
+// anyway: Await already took it). The wait is short: the steer's
+// delivery and its row are bounded store and hook calls.
+func (r *run) awaitRoutes(ctx context.Context, id supervise.NodeID) {
+	for {
+		r.mu.Lock()
+		n, wake := r.routing[id], r.routeWake
+		r.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // Driver is the graph's root as a brain sees it: the coordination verbs
@@ -756,11 +812,18 @@ func (d *Driver) Steer(ctx context.Context, a supervise.SteerArgs) (supervise.St
 // queues an analyst's settlement for Await before its settlement hook
 // runs, and the hook is what ledgers the analyzes row, so without the
 // wait a driver acting on the finding (a spawn, a steer) could ledger
-// its traversal first — and a resume would restore that order.
+// its traversal first — and a resume would restore that order. So does
+// an event of a worker a finding was steered into, once that steer's
+// row is ledgered: the worker can answer the steer and settle first.
 func (d *Driver) Await(ctx context.Context, a supervise.AwaitArgs) (supervise.AwaitResult, error) {
 	res, err := d.c.Await(ctx, a)
 	if err == nil && res.Event != nil && res.Event.Kind == supervise.EventFinding {
 		d.r.awaitLensHook(ctx, *res.Event)
+	}
+	if err == nil && res.Event != nil {
+		// A routed finding's destination can settle on it before the
+		// graph ledgered the steer.
+		d.r.awaitRoutes(ctx, res.Event.WorkerID)
 	}
 	if err != nil || res.Event == nil || res.Event.Kind != supervise.EventSettled {
 		return res, err
