@@ -886,6 +886,20 @@ func (r *run) lensHookReturned(id supervise.NodeID) {
 	}
 }
 
+// RunAnalyst is supervise's run_analyst (served when the root declares
+// it), refused (code lens-runs-on-an-edge) for a lens an analyzes edge
+// names: that lens runs along its edge alone, within the edge's cap —
+// its findings are routed and ledgered as the edge's traversals, so a
+// run the root started would cross the edge uncharged (past its cap, or
+// over a node the edge is not over).
+func (d *Driver) RunAnalyst(ctx context.Context, a supervise.RunAnalystArgs) (supervise.RunAnalystResult, error) {
+	if e, ok := d.r.analyzeBy[a.Kind]; ok && d.r.lenses[a.Kind] {
+		return supervise.RunAnalystResult{}, &supervise.VerbRefusal{Code: "lens-runs-on-an-edge",
+			Reason: fmt.Sprintf("lens %q runs along %s on each settle of %s, within its cap; run another lens, or read its findings from await_event", a.Kind, e.ID(), strings.Join(e.Over, ", "))}
+	}
+	return d.c.RunAnalyst(ctx, a)
+}
+
 // AnswerQuestion is supervise's answer_question, with an answer passed
 // through Options.AuthorizeMessage first (to the asking worker; supervise
 // calls it): the product may narrow it or refuse it. Answers travel no
@@ -950,8 +964,8 @@ func (d *Driver) ExtraTools() []contract.Tool {
 }
 
 // Tools returns the coordination verbs as tools, as supervise names
-// them, with spawn_worker, steer_agent, answer_question and await_event
-// served by the Driver.
+// them, with spawn_worker, steer_agent, answer_question, run_analyst and
+// await_event served by the Driver.
 func (d *Driver) Tools() ([]contract.Tool, error) {
 	base, err := d.c.Tools()
 	if err != nil {
@@ -974,6 +988,7 @@ func (d *Driver) Tools() ([]contract.Tool, error) {
 	}
 	add(supervise.NewVerb(supervise.VerbSteerAgent, "Send an instruction to a live worker node.", d.Steer))
 	add(supervise.NewVerb(supervise.VerbAnswerQuestion, "Decide a question: answer, deferReason or escalateTo (parent|user). A decision resolves the question only when delivered to its asker.", d.AnswerQuestion))
+	add(supervise.NewVerb(supervise.VerbRunAnalyst, "", d.RunAnalyst))
 	add(supervise.NewVerb(supervise.VerbAwaitEvent, "Wait for the next worker settlement or analyst finding (in recorded order): returns {event}, {idle:true} when nothing is live, or {pending:true, live} after the bounded wait.", d.Await))
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -981,6 +996,10 @@ func (d *Driver) Tools() ([]contract.Tool, error) {
 	out := make([]contract.Tool, 0, len(base))
 	for _, t := range base {
 		if o, ok := own[t.Name]; ok {
+			if t.Name == supervise.ToolPrefix+supervise.VerbRunAnalyst {
+				// supervise's words (its menu of lenses), and the graph's rule.
+				o.Description = t.Description + " A lens an analyzes edge of this graph names runs along that edge only, and is refused here."
+			}
 			t = o
 		}
 		out = append(out, t)
