@@ -52,3 +52,30 @@ func TestOutsideGraphWorkerLabelMatchesSpendGap(t *testing.T) {
 		t.Errorf("no spend gap names a worker (the coder reported no usage): gaps %v, workers %v", v["spendGaps"], v["workers"])
 	}
 }
+
+// agentrt graph --json prints an amount no one measured and nothing was
+// charged for as null, never 0 (spec §2.1: unknown is not zero): with
+// dollars unreported by every model and no dollar ceiling, spent.usd and
+// spentTotal.usd are null — and so is what the pool charged in dollars,
+// spent.charged.usd and manager.charged.usd, which printed 0.
+func TestOutsideGraphUnknownDollarsChargedAreNull(t *testing.T) {
+	dir := t.TempDir()
+	graph := gGraph([]string{leadNode, gNode("coder", "m-coder")},
+		[]string{`{"kind": "delegates", "from": "lead", "to": "coder", "directive": "delegate/v1"}`},
+		`{"maxTokens": 5000, "maxIterations": 6}`)
+	turns := managerTurns([]epCall{spawnCall("coder", "do it")}, []epCall{awaitCall})
+	s := newEPServer(t, turns, func(epRequest) epAnswer { return epAnswer{Text: "RESULT done", NoUsage: true} })
+	r := graphRun(t, s, dir, graph, "--expect", "RESULT")
+	if r.code != 0 {
+		t.Fatalf("exit %d, want 0\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	v := r.json(t)
+	if known := at(v, "spentTotal", "usdKnown"); known != false {
+		t.Fatalf("spentTotal.usdKnown %v, want false (no model reported dollars)", known)
+	}
+	for _, path := range [][]any{{"spent", "usd"}, {"spentTotal", "usd"}, {"spent", "charged", "usd"}, {"manager", "charged", "usd"}} {
+		if got := at(v, path...); got != nil {
+			t.Errorf("%v = %v with dollars unknown and none charged, want null", path, got)
+		}
+	}
+}
