@@ -91,6 +91,9 @@ func (r *run) restore(ctx context.Context, c *supervise.Coordinator) error {
 				}
 				if jr.Outcome == OutcomeUnpropagated && jr.Reason == capReason(e) {
 					capped = append(capped, e)
+					if jr.Kind == Delegates {
+						r.refusals[jr.Edge]++
+					}
 				}
 			}
 		}

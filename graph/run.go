@@ -147,7 +147,8 @@ func RunGraph(ctx context.Context, g Graph, o Options) (GraphResult, error) {
 	}
 	r := &run{plan: pl, opts: o, check: g.Deliverable, logger: logger, topo: topo, count: map[string]int{}, spent: map[string]int{},
 		bound: map[string][]supervise.NodeID{}, analystRuns: map[supervise.NodeID]analystRun{}, lensRuns: map[supervise.NodeID]analystRun{}, lensBy: map[string]supervise.NodeID{}, analysed: map[supervise.NodeID]bool{},
-		lensHooks: map[supervise.NodeID]chan struct{}{}, routing: map[supervise.NodeID]int{}, routeWake: make(chan struct{})}
+		lensHooks: map[supervise.NodeID]chan struct{}{}, routing: map[supervise.NodeID]int{}, routeWake: make(chan struct{}),
+		refusals: map[string]int{}}
 	so := o.Supervise
 	so.Budget = *g.Budget
 	so.Deliverable = supervise.Deliverable{Check: r.checkOutput, Describe: g.Deliverable.Describe}
@@ -247,6 +248,9 @@ type run struct {
 	// worker may answer the steer and settle before its row.
 	routing   map[supervise.NodeID]int
 	routeWake chan struct{}
+	// refusals counts, per delegates edge, the cap refusals a resumed
+	// run's journal holds that no spawn of this process made again yet.
+	refusals map[string]int
 }
 
 // analystRun is an analyst worker: its edge and the worker it analyzes.
@@ -404,6 +408,19 @@ func (r *run) capReached(e Edge) bool {
 		return false
 	}
 	r.markExhaustedLocked(e)
+	return true
+}
+
+// replayRefusal reports whether a cap refusal of delegates edge e is one
+// a resumed run's journal holds and no call of this process made again
+// yet, claiming it.
+func (r *run) replayRefusal(e Edge) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.refusals[e.ID()] == 0 {
+		return false
+	}
+	r.refusals[e.ID()]--
 	return true
 }
 
@@ -708,7 +725,10 @@ type Driver struct {
 // and are ledgered unpropagated too, except a continuity refusal
 // (resume-no-prior, resume-while-live, resume-with-key): like an
 // invalid continuity, that refuses the call's arguments, so nothing
-// set out over the edge and no traversal is ledgered.
+// set out over the edge and no traversal is ledgered. On a resumed run
+// a call that replays a journaled spawn (supervise's ReplaysSpawn) is
+// never refused by the cap the journal's spawns spent, and a cap
+// refusal the journal holds, made again, is not ledgered twice.
 func (d *Driver) Spawn(ctx context.Context, a supervise.SpawnArgs) (supervise.SpawnResult, error) {
 	r := d.r
 	if a.AuthoredProfile != nil {
@@ -748,15 +768,22 @@ func (d *Driver) Spawn(ctx context.Context, a supervise.SpawnArgs) (supervise.Sp
 	default:
 		return supervise.SpawnResult{}, &supervise.VerbRefusal{Code: "invalid-continuity", Reason: fmt.Sprintf("continuity %q is fresh or resume", a.Continuity)}
 	}
-	if r.capReached(e) {
-		row.Outcome, row.Reason = OutcomeUnpropagated, capReason(e)
-		r.record(ctx, row, false)
-		return supervise.SpawnResult{}, &supervise.VerbRefusal{Code: "edge-cap-exhausted",
-			Reason: fmt.Sprintf("%s spent its %d traversals; the cyclic-graph backstop refuses this spawn", e.ID(), e.limit())}
-	}
 	directive := r.directive(e)
 	payload := a.Task
 	a.Task = compose(directive, payload)
+	// A resumed run's cap counts the spawns the dead process made; the
+	// driver's calls that replay them are no new traversals, and pass.
+	replay := d.c.ReplaysSpawn(ctx, supervise.SpawnArgs{Label: a.Label, Profile: a.Profile, Task: a.Task})
+	if !replay && r.capReached(e) {
+		// A refusal the journal holds, made again by a resumed driver,
+		// is ledgered once.
+		if !r.replayRefusal(e) {
+			row.Outcome, row.Reason = OutcomeUnpropagated, capReason(e)
+			r.record(ctx, row, false)
+		}
+		return supervise.SpawnResult{}, &supervise.VerbRefusal{Code: "edge-cap-exhausted",
+			Reason: fmt.Sprintf("%s spent its %d traversals; the cyclic-graph backstop refuses this spawn", e.ID(), e.limit())}
+	}
 	res, err := d.c.Spawn(ctx, a)
 	if code, _ := supervise.CodeOf(err); code == supervise.CodeResumeNoPrior || code == supervise.CodeResumeWhileLive || code == supervise.CodeResumeWithKey {
 		return res, err
