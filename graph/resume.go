@@ -91,6 +91,9 @@ func (r *run) restore(ctx context.Context, c *supervise.Coordinator) error {
 				}
 				if jr.Outcome == OutcomeUnpropagated && jr.Reason == capReason(e) {
 					capped = append(capped, e)
+					if jr.Kind == Delegates {
+						r.refusals[jr.Edge]++
+					}
 				}
 			}
 		}
@@ -264,13 +267,18 @@ func (r *run) afterSettle(ctx context.Context, c *supervise.Coordinator, s super
 		row := LedgerRow{Edge: e.ID(), Kind: Analyzes, From: strings.Join(e.Over, "+"), To: e.To, Directive: e.Directive,
 			Continuity: ContinuitySteer, Outcome: OutcomeUnpropagated, WorkerID: s.Node.ID}
 		// A journaled lens run was charged at its spawn (restore counts
-		// it): it is this traversal, not one past the cap.
-		if !journaled && r.capReached(e) {
+		// it): it is this traversal, not one past the cap. Any other
+		// reserves its traversal before it starts, so that another
+		// source's hook deciding meanwhile sees the cap it leaves.
+		if !journaled && !r.reserve(e) {
 			row.Reason = capReason(e)
 			r.record(ctx, row, false)
 			continue
 		}
 		res, err := c.RunAnalyst(ctx, supervise.RunAnalystArgs{Kind: e.Analyst, WorkerID: s.Node.ID})
+		if err != nil && !journaled {
+			r.release(e)
+		}
 		if err != nil && journaled {
 			// The dead process journaled this lens run: its one row
 			// names it, whichever of this hook and the brain's start
@@ -283,9 +291,12 @@ func (r *run) afterSettle(ctx context.Context, c *supervise.Coordinator, s super
 			r.record(ctx, row, false)
 			continue
 		}
-		if res.Resumed == "" {
-			// A resumed analysis (the hook ran again after a crash) was
-			// charged when its spawn was journaled (restore counts it).
+		// A resumed analysis (the hook ran again after a crash) was
+		// charged when its spawn was journaled (restore counts it).
+		switch {
+		case res.Resumed != "" && !journaled:
+			r.release(e)
+		case res.Resumed == "" && journaled:
 			r.charge(e)
 		}
 	}

@@ -30,6 +30,13 @@ import (
 const resumeChildDir = "AGENTRT_GRAPH_RESUME_CHILD_DIR"
 
 func TestMain(m *testing.M) {
+	if os.Getenv(storeKillAt) != "" {
+		if err := storeKillChild(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(3)
+	}
 	if dir := os.Getenv(resumeChildDir); dir != "" {
 		child := graphUntilKilled
 		if os.Getenv(resumeChildBeforeReviewer) != "" {

@@ -74,6 +74,10 @@ type Options struct {
 	// finding's settlement hook before the finding is routed and
 	// ledgered: a hook the scheduler left behind the driver.
 	beforeLensRoute func()
+	// afterRouteSteer, set by tests alone (export_test.go), runs when a
+	// routed finding's steer has been delivered and before its row is
+	// ledgered: a destination worker quicker than the graph.
+	afterRouteSteer func()
 }
 
 // Message is an instruction on its way into a live worker: a steer, a
@@ -143,7 +147,8 @@ func RunGraph(ctx context.Context, g Graph, o Options) (GraphResult, error) {
 	}
 	r := &run{plan: pl, opts: o, check: g.Deliverable, logger: logger, topo: topo, count: map[string]int{}, spent: map[string]int{},
 		bound: map[string][]supervise.NodeID{}, analystRuns: map[supervise.NodeID]analystRun{}, lensRuns: map[supervise.NodeID]analystRun{}, lensBy: map[string]supervise.NodeID{}, analysed: map[supervise.NodeID]bool{},
-		lensHooks: map[supervise.NodeID]chan struct{}{}}
+		lensHooks: map[supervise.NodeID]chan struct{}{}, routing: map[supervise.NodeID]int{}, routeWake: make(chan struct{}),
+		refusals: map[string]int{}}
 	so := o.Supervise
 	so.Budget = *g.Budget
 	so.Deliverable = supervise.Deliverable{Check: r.checkOutput, Describe: g.Deliverable.Describe}
@@ -236,6 +241,16 @@ type run struct {
 	// which ledgers the finding's route) returned: Driver.Await hands the
 	// driver a lens finding only then (see findingHook).
 	lensHooks map[supervise.NodeID]chan struct{}
+	// routing counts, per destination worker, the routed findings being
+	// steered into it whose rows are not ledgered yet; routeWake is
+	// closed (and replaced) whenever a count drops. Driver.Await hands
+	// the driver a destination's event only once its count is 0: the
+	// worker may answer the steer and settle before its row.
+	routing   map[supervise.NodeID]int
+	routeWake chan struct{}
+	// refusals counts, per delegates edge, the cap refusals a resumed
+	// run's journal holds that no spawn of this process made again yet.
+	refusals map[string]int
 }
 
 // analystRun is an analyst worker: its edge and the worker it analyzes.
@@ -396,9 +411,48 @@ func (r *run) capReached(e Edge) bool {
 	return true
 }
 
+// replayRefusal reports whether a cap refusal of delegates edge e is one
+// a resumed run's journal holds and no call of this process made again
+// yet, claiming it.
+func (r *run) replayRefusal(e Edge) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.refusals[e.ID()] == 0 {
+		return false
+	}
+	r.refusals[e.ID()]--
+	return true
+}
+
+// charge charges one traversal to e's cap.
 func (r *run) charge(e Edge) {
 	r.mu.Lock()
 	r.spent[e.ID()]++
+	r.mu.Unlock()
+}
+
+// reserve charges one traversal to e's cap unless it is spent (then it
+// marks e exhausted and reports false), in one step: two settlement
+// hooks of one analyzes edge deciding at once (their analysts' spawns
+// are decided outside the graph's locks, by AuthorizeSpawn among
+// others) cannot both take its last traversal. release gives back a
+// reservation whose analyst did not start.
+func (r *run) reserve(e Edge) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	id := e.ID()
+	if r.spent[id] >= e.limit() {
+		r.markExhaustedLocked(e)
+		return false
+	}
+	r.spent[id]++
+	return true
+}
+
+// release gives back a traversal reserve charged to e.
+func (r *run) release(e Edge) {
+	r.mu.Lock()
+	r.spent[e.ID()]--
 	r.mu.Unlock()
 }
 
@@ -439,9 +493,16 @@ func (r *run) checkOutput(ctx context.Context, out supervise.Output) (kernel.Ver
 	r.spawnMu.Unlock()
 	r.mu.Lock()
 	c := r.coord
+	// An analyst node's findings are routed (and their row journaled)
+	// from here, before its settlement is journaled: a process killed
+	// between the two leaves a row naming it, and the resumed run that
+	// recovers its execution checks its output again — routed once.
+	routed := r.analysed[out.Node]
 	r.mu.Unlock()
 	if isAnalyst {
-		r.routeFindings(ctx, c, ar, out)
+		if !routed {
+			r.routeFindings(ctx, c, ar, out)
+		}
 		return kernel.Verdict{Passed: false, Reason: "analyst findings are evidence, never a deliverable"}, nil
 	}
 	// The analysts over the node run from afterSettle, once the worker's
@@ -460,7 +521,7 @@ func (r *run) analyze(ctx context.Context, c *supervise.Coordinator, node string
 		}
 		row := LedgerRow{Edge: e.ID(), Kind: Analyzes, From: strings.Join(e.Over, "+"), To: e.To, Directive: e.Directive,
 			Continuity: ContinuitySteer, Outcome: OutcomeUnpropagated, WorkerID: out.Node}
-		if r.capReached(e) {
+		if !r.reserve(e) {
 			row.Reason = capReason(e)
 			r.record(ctx, row, false)
 			continue
@@ -470,10 +531,10 @@ func (r *run) analyze(ctx context.Context, c *supervise.Coordinator, node string
 		res, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: e.Analyst, Task: task, Label: e.Analyst})
 		if err == nil {
 			r.analystRuns[res.WorkerID] = analystRun{edge: e, source: out.Node}
-			r.charge(e)
 		}
 		r.spawnMu.Unlock()
 		if err != nil {
+			r.release(e)
 			row.Reason = "analyst spawn refused: " + err.Error()
 			r.record(ctx, row, false)
 		}
@@ -564,6 +625,10 @@ func (r *run) routeFindings(ctx context.Context, c *supervise.Coordinator, ar an
 // a root's steer).
 func (r *run) steer(ctx context.Context, c *supervise.Coordinator, row LedgerRow, dest supervise.NodeID, node, instruction string, interrupt bool, analyst supervise.NodeID) (supervise.SteerResult, error) {
 	row.WorkerID = dest
+	if analyst != "" {
+		r.routeStarted(dest)
+		defer r.routeLedgered(dest)
+	}
 	charge := row.Kind == Delegates // steers consume the delegates edge's future spawns
 	record := func(row LedgerRow, charge bool) {
 		r.recordOf(ctx, journaledRow{LedgerRow: row, Charged: charge, Analyst: analyst})
@@ -579,6 +644,9 @@ func (r *run) steer(ctx context.Context, c *supervise.Coordinator, row LedgerRow
 		row.Outcome, row.Reason = OutcomeUnpropagated, "not authorized: "+note.refused.Error()
 		record(row, charge)
 		return supervise.SteerResult{}, &supervise.VerbRefusal{Code: "message-not-authorized", Reason: note.refused.Error()}
+	}
+	if analyst != "" && r.opts.afterRouteSteer != nil {
+		r.opts.afterRouteSteer()
 	}
 	sent := instruction
 	if note.called {
@@ -597,6 +665,44 @@ func (r *run) steer(ctx context.Context, c *supervise.Coordinator, row LedgerRow
 	}
 	record(row, charge)
 	return res, nil
+}
+
+// routeStarted marks a routed finding on its way into worker dest.
+func (r *run) routeStarted(dest supervise.NodeID) {
+	r.mu.Lock()
+	r.routing[dest]++
+	r.mu.Unlock()
+}
+
+// routeLedgered marks a routed finding into dest ledgered.
+func (r *run) routeLedgered(dest supervise.NodeID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.routing[dest]--; r.routing[dest] <= 0 {
+		delete(r.routing, dest)
+	}
+	close(r.routeWake)
+	r.routeWake = make(chan struct{})
+}
+
+// awaitRoutes waits until no routed finding into worker id is between
+// its delivery and its row, or ctx ends (the event is handed over
+// anyway: Await already took it). The wait is short: the steer's
+// delivery and its row are bounded store and hook calls.
+func (r *run) awaitRoutes(ctx context.Context, id supervise.NodeID) {
+	for {
+		r.mu.Lock()
+		n, wake := r.routing[id], r.routeWake
+		r.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // Driver is the graph's root as a brain sees it: the coordination verbs
@@ -619,7 +725,10 @@ type Driver struct {
 // and are ledgered unpropagated too, except a continuity refusal
 // (resume-no-prior, resume-while-live, resume-with-key): like an
 // invalid continuity, that refuses the call's arguments, so nothing
-// set out over the edge and no traversal is ledgered.
+// set out over the edge and no traversal is ledgered. On a resumed run
+// a call that replays a journaled spawn (supervise's ReplaysSpawn) is
+// never refused by the cap the journal's spawns spent, and a cap
+// refusal the journal holds, made again, is not ledgered twice.
 func (d *Driver) Spawn(ctx context.Context, a supervise.SpawnArgs) (supervise.SpawnResult, error) {
 	r := d.r
 	if a.AuthoredProfile != nil {
@@ -659,15 +768,22 @@ func (d *Driver) Spawn(ctx context.Context, a supervise.SpawnArgs) (supervise.Sp
 	default:
 		return supervise.SpawnResult{}, &supervise.VerbRefusal{Code: "invalid-continuity", Reason: fmt.Sprintf("continuity %q is fresh or resume", a.Continuity)}
 	}
-	if r.capReached(e) {
-		row.Outcome, row.Reason = OutcomeUnpropagated, capReason(e)
-		r.record(ctx, row, false)
-		return supervise.SpawnResult{}, &supervise.VerbRefusal{Code: "edge-cap-exhausted",
-			Reason: fmt.Sprintf("%s spent its %d traversals; the cyclic-graph backstop refuses this spawn", e.ID(), e.limit())}
-	}
 	directive := r.directive(e)
 	payload := a.Task
 	a.Task = compose(directive, payload)
+	// A resumed run's cap counts the spawns the dead process made; the
+	// driver's calls that replay them are no new traversals, and pass.
+	replay := d.c.ReplaysSpawn(ctx, supervise.SpawnArgs{Label: a.Label, Profile: a.Profile, Task: a.Task})
+	if !replay && r.capReached(e) {
+		// A refusal the journal holds, made again by a resumed driver,
+		// is ledgered once.
+		if !r.replayRefusal(e) {
+			row.Outcome, row.Reason = OutcomeUnpropagated, capReason(e)
+			r.record(ctx, row, false)
+		}
+		return supervise.SpawnResult{}, &supervise.VerbRefusal{Code: "edge-cap-exhausted",
+			Reason: fmt.Sprintf("%s spent its %d traversals; the cyclic-graph backstop refuses this spawn", e.ID(), e.limit())}
+	}
 	res, err := d.c.Spawn(ctx, a)
 	if code, _ := supervise.CodeOf(err); code == supervise.CodeResumeNoPrior || code == supervise.CodeResumeWhileLive || code == supervise.CodeResumeWithKey {
 		return res, err
@@ -723,11 +839,18 @@ func (d *Driver) Steer(ctx context.Context, a supervise.SteerArgs) (supervise.St
 // queues an analyst's settlement for Await before its settlement hook
 // runs, and the hook is what ledgers the analyzes row, so without the
 // wait a driver acting on the finding (a spawn, a steer) could ledger
-// its traversal first — and a resume would restore that order.
+// its traversal first — and a resume would restore that order. So does
+// an event of a worker a finding was steered into, once that steer's
+// row is ledgered: the worker can answer the steer and settle first.
 func (d *Driver) Await(ctx context.Context, a supervise.AwaitArgs) (supervise.AwaitResult, error) {
 	res, err := d.c.Await(ctx, a)
 	if err == nil && res.Event != nil && res.Event.Kind == supervise.EventFinding {
 		d.r.awaitLensHook(ctx, *res.Event)
+	}
+	if err == nil && res.Event != nil {
+		// A routed finding's destination can settle on it before the
+		// graph ledgered the steer.
+		d.r.awaitRoutes(ctx, res.Event.WorkerID)
 	}
 	if err != nil || res.Event == nil || res.Event.Kind != supervise.EventSettled {
 		return res, err
@@ -788,6 +911,20 @@ func (r *run) lensHookReturned(id supervise.NodeID) {
 	default:
 		close(ch)
 	}
+}
+
+// RunAnalyst is supervise's run_analyst (served when the root declares
+// it), refused (code lens-runs-on-an-edge) for a lens an analyzes edge
+// names: that lens runs along its edge alone, within the edge's cap —
+// its findings are routed and ledgered as the edge's traversals, so a
+// run the root started would cross the edge uncharged (past its cap, or
+// over a node the edge is not over).
+func (d *Driver) RunAnalyst(ctx context.Context, a supervise.RunAnalystArgs) (supervise.RunAnalystResult, error) {
+	if e, ok := d.r.analyzeBy[a.Kind]; ok && d.r.lenses[a.Kind] {
+		return supervise.RunAnalystResult{}, &supervise.VerbRefusal{Code: "lens-runs-on-an-edge",
+			Reason: fmt.Sprintf("lens %q runs along %s on each settle of %s, within its cap; run another lens, or read its findings from await_event", a.Kind, e.ID(), strings.Join(e.Over, ", "))}
+	}
+	return d.c.RunAnalyst(ctx, a)
 }
 
 // AnswerQuestion is supervise's answer_question, with an answer passed
@@ -854,8 +991,8 @@ func (d *Driver) ExtraTools() []contract.Tool {
 }
 
 // Tools returns the coordination verbs as tools, as supervise names
-// them, with spawn_worker, steer_agent, answer_question and await_event
-// served by the Driver.
+// them, with spawn_worker, steer_agent, answer_question, run_analyst and
+// await_event served by the Driver.
 func (d *Driver) Tools() ([]contract.Tool, error) {
 	base, err := d.c.Tools()
 	if err != nil {
@@ -878,6 +1015,7 @@ func (d *Driver) Tools() ([]contract.Tool, error) {
 	}
 	add(supervise.NewVerb(supervise.VerbSteerAgent, "Send an instruction to a live worker node.", d.Steer))
 	add(supervise.NewVerb(supervise.VerbAnswerQuestion, "Decide a question: answer, deferReason or escalateTo (parent|user). A decision resolves the question only when delivered to its asker.", d.AnswerQuestion))
+	add(supervise.NewVerb(supervise.VerbRunAnalyst, "", d.RunAnalyst))
 	add(supervise.NewVerb(supervise.VerbAwaitEvent, "Wait for the next worker settlement or analyst finding (in recorded order): returns {event}, {idle:true} when nothing is live, or {pending:true, live} after the bounded wait.", d.Await))
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -885,6 +1023,10 @@ func (d *Driver) Tools() ([]contract.Tool, error) {
 	out := make([]contract.Tool, 0, len(base))
 	for _, t := range base {
 		if o, ok := own[t.Name]; ok {
+			if t.Name == supervise.ToolPrefix+supervise.VerbRunAnalyst {
+				// supervise's words (its menu of lenses), and the graph's rule.
+				o.Description = t.Description + " A lens an analyzes edge of this graph names runs along that edge only, and is refused here."
+			}
 			t = o
 		}
 		out = append(out, t)

@@ -730,6 +730,32 @@ func (c *Coordinator) claimReplay(req SpawnRequest) (NodeID, bool) {
 	return ids[0], true
 }
 
+// ReplaysSpawn reports whether Spawn(ctx, a), called now, would replay
+// a spawn the resumed run's journal holds rather than start a worker: a
+// keyless call naming a registered profile whose parent, label,
+// profile and task are those of a journaled spawn not replayed yet (or,
+// for the manager's re-run call on ctx, of one left in doubt). It
+// claims nothing. A layer that refuses new spawns past a limit of its
+// own — a graph's spent edge cap, restored from the journal — asks it
+// so that the replays of the spawns that spent the limit go through.
+func (c *Coordinator) ReplaysSpawn(ctx context.Context, a SpawnArgs) bool {
+	if a.AuthoredProfile != nil || a.Key != "" {
+		return false
+	}
+	req := SpawnRequest{Parent: a.Parent, Label: a.Label, Profile: a.Profile, Task: a.Task}
+	if c.parent != nil {
+		req.Parent = c.self
+	}
+	k := replayKey(req)
+	call := kernel.ToolCallID(ctx)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.replay[k]) > 0 {
+		return true
+	}
+	return call != "" && c.rerunCalls[call] && len(c.replayInDoubt[k]) > 0
+}
+
 // claimInDoubtReplay returns the journaled node, in doubt, that the
 // spawn_worker call running on ctx made in an earlier process: a call of
 // the manager's recorded transcript that no recorded tool message

@@ -1215,6 +1215,8 @@ func spentValue(s supervise.SpentTotal) canonjson.Value {
 		{Name: "tokens", Value: knownNumber(s.Tokens, s.TokensKnown)},
 		{Name: "iterations", Value: knownNumber(s.Iterations, s.IterationsKnown)},
 		{Name: "usd", Value: usd},
+		// What the pool charged: measured, or ceilings for what was not;
+		// nothing charged for an unknown amount is null, not 0.
 		{Name: "charged", Value: canonjson.ObjectValue([]canonjson.Member{
 			{Name: "tokens", Value: specAmount(float64(s.Tokens), s.TokensKnown)},
 			{Name: "iterations", Value: specAmount(float64(s.Iterations), s.IterationsKnown)},
@@ -1307,6 +1309,17 @@ func budgetViolationValue(n supervise.NodeInfo) (canonjson.Value, bool) {
 	return canonjson.ObjectValue([]canonjson.Member{{Name: "overspent", Value: canonjson.ArrayValue(over)}}), true
 }
 
+// workerLabel is the label --json gives a worker: its own, or its
+// profile when it was spawned without one (a graph spawns its nodes so),
+// as supervise names it in spendGaps — so workers[], tree.nodes[] and
+// spendGaps[] agree on every worker's label.
+func workerLabel(n supervise.NodeInfo) string {
+	if n.Label != "" {
+		return n.Label
+	}
+	return n.Profile
+}
+
 // specTree is the result's tree as the spec's TreeView (§3.6):
 // {root, nodes[{id, parent?, label, status, runtime?, budget, spent,
 // outRef?}], inFlight, waiting}.
@@ -1325,7 +1338,7 @@ func specTree(res supervise.SupervisedResult) canonjson.Value {
 			nm = append(nm, canonjson.Member{Name: "parent", Value: canonjson.StringValue(string(n.Parent))})
 		}
 		nm = append(nm,
-			canonjson.Member{Name: "label", Value: canonjson.StringValue(n.Label)},
+			canonjson.Member{Name: "label", Value: canonjson.StringValue(workerLabel(n.NodeInfo))},
 			canonjson.Member{Name: "status", Value: canonjson.StringValue(string(n.State))})
 		if n.Runtime != "" {
 			nm = append(nm, canonjson.Member{Name: "runtime", Value: canonjson.StringValue(n.Runtime)})
@@ -1436,7 +1449,7 @@ func supervisedValue(res supervise.SupervisedResult, runDir string) canonjson.Va
 	for _, n := range res.Tree {
 		wm := []canonjson.Member{
 			{Name: "id", Value: canonjson.StringValue(string(n.ID))},
-			{Name: "label", Value: canonjson.StringValue(n.Label)},
+			{Name: "label", Value: canonjson.StringValue(workerLabel(n.NodeInfo))},
 			{Name: "profile", Value: canonjson.StringValue(n.Profile)},
 			{Name: "state", Value: canonjson.StringValue(string(n.State))},
 			{Name: "delivered", Value: canonjson.BoolValue(n.Delivered)},
