@@ -1215,8 +1215,6 @@ func spentValue(s supervise.SpentTotal) canonjson.Value {
 		{Name: "tokens", Value: knownNumber(s.Tokens, s.TokensKnown)},
 		{Name: "iterations", Value: knownNumber(s.Iterations, s.IterationsKnown)},
 		{Name: "usd", Value: usd},
-		// What the pool charged: measured, or ceilings for what was not;
-		// nothing charged for an unknown amount is null, not 0.
 		{Name: "charged", Value: canonjson.ObjectValue([]canonjson.Member{
 			{Name: "tokens", Value: specAmount(float64(s.Tokens), s.TokensKnown)},
 			{Name: "iterations", Value: specAmount(float64(s.Iterations), s.IterationsKnown)},
