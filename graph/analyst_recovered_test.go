@@ -164,27 +164,7 @@ func TestGraphResumesEveryCutWithRecoveryBehaviour46(t *testing.T) {
 			lines := bytes.SplitAfter(bytes.TrimSuffix(journal, []byte("\n")), []byte("\n"))
 			for k := range len(lines) + 1 {
 				dir := filepath.Join(tmp, "cut", strconv.Itoa(k))
-				if err := os.CopyFS(filepath.Join(dir, "blobs"), os.DirFS(filepath.Join(refDir, "blobs"))); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(filepath.Join(dir, supervise.SpawnJournalFile), bytes.Join(lines[:k], nil), 0o600); err != nil {
-					t.Fatal(err)
-				}
-				profileOf, settled := map[string]string{}, map[string]bool{}
-				last := "nothing"
-				for _, l := range lines[:k] {
-					var rec struct{ Kind, Node, Profile string }
-					if err := json.Unmarshal(l, &rec); err != nil {
-						t.Fatal(err)
-					}
-					last = rec.Kind + " " + rec.Node
-					switch rec.Kind {
-					case supervise.KindSpawned:
-						profileOf[rec.Node] = rec.Profile
-					case supervise.KindSettled:
-						settled[profileOf[rec.Node]] = true
-					}
-				}
+				settled, last := cutRunDir(t, refDir, dir, lines, k)
 				where := "cut after " + last
 				res, exec, err := recoverableRun(t, g, dir, db)
 				if err != nil {

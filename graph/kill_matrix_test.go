@@ -128,28 +128,7 @@ func resumeEveryCut(t *testing.T, g graph.Graph, analyst string, router bool) {
 	lines := bytes.SplitAfter(bytes.TrimSuffix(journal, []byte("\n")), []byte("\n"))
 	for k := range len(lines) + 1 {
 		dir := t.TempDir()
-		if err := os.CopyFS(filepath.Join(dir, "blobs"), os.DirFS(filepath.Join(refDir, "blobs"))); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, supervise.SpawnJournalFile), bytes.Join(lines[:k], nil), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		// What the cut holds: each worker's profile, and the settled ones.
-		profileOf, settled := map[string]string{}, map[string]bool{}
-		last := "nothing"
-		for _, l := range lines[:k] {
-			var rec struct{ Kind, Node, Profile string }
-			if err := json.Unmarshal(l, &rec); err != nil {
-				t.Fatal(err)
-			}
-			last = rec.Kind + " " + rec.Node
-			switch rec.Kind {
-			case supervise.KindSpawned:
-				profileOf[rec.Node] = rec.Profile
-			case supervise.KindSettled:
-				settled[profileOf[rec.Node]] = true
-			}
-		}
+		settled, last := cutRunDir(t, refDir, dir, lines, k)
 		res, exec, err := killMatrixRun(t, g, dir, router)
 		where := "cut after " + last
 		if err != nil {
@@ -195,4 +174,34 @@ func resumeEveryCut(t *testing.T, g graph.Graph, analyst string, router bool) {
 			t.Errorf("%s: %d analyzes rows for %d analyst workers, want one each: %+v", where, analysts, critics, res.Ledger)
 		}
 	}
+}
+
+// cutRunDir writes into dir the blobs of the run dir refDir and the
+// first k lines of its journal, and reports what the cut holds: the
+// profiles of the workers settled, and the last record ("nothing" for
+// none).
+func cutRunDir(t *testing.T, refDir, dir string, lines [][]byte, k int) (settled map[string]bool, last string) {
+	t.Helper()
+	if err := os.CopyFS(filepath.Join(dir, "blobs"), os.DirFS(filepath.Join(refDir, "blobs"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, supervise.SpawnJournalFile), bytes.Join(lines[:k], nil), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	profileOf := map[string]string{}
+	settled, last = map[string]bool{}, "nothing"
+	for _, l := range lines[:k] {
+		var rec struct{ Kind, Node, Profile string }
+		if err := json.Unmarshal(l, &rec); err != nil {
+			t.Fatal(err)
+		}
+		last = rec.Kind + " " + rec.Node
+		switch rec.Kind {
+		case supervise.KindSpawned:
+			profileOf[rec.Node] = rec.Profile
+		case supervise.KindSettled:
+			settled[profileOf[rec.Node]] = true
+		}
+	}
+	return settled, last
 }
