@@ -17,6 +17,13 @@ import (
 // journal the buffers were the largest allocation per record). The
 // lines written are the records, whole and in order.
 func TestAppendReusesEncodingBuffers(t *testing.T) {
+	if raceEnabled {
+		// As in TestEnqueueAllocatesItsBatchOnly: the race detector's
+		// sync.Pool drops a quarter of what is put back, so the mean
+		// allocation per append is not the reuse's (CI's race stage: 2033
+		// bytes for a 2000-byte record once).
+		t.Skip("under the race detector sync.Pool drops buffers at random: the reuse does not show")
+	}
 	path := filepath.Join(t.TempDir(), "j.jsonl")
 	j, err := journal.Open(path, journal.Options{NoSync: true})
 	if err != nil {
