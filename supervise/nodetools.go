@@ -203,10 +203,30 @@ func withinScope(scope context.Context, run func(context.Context, canonjson.Valu
 		if scope.Err() != nil {
 			return canonjson.Value{}, fmt.Errorf("supervise: the call was not run: its manager ended: %w", context.Cause(scope))
 		}
-		callCtx, cancel := context.WithCancelCause(ctx)
+		// The call's context ends when either does, and says the
+		// manager's cause whenever the manager ended first — also when
+		// the request's own end is what arrives first (a harness whose
+		// stop ended its turn cancels its in-flight requests after the
+		// stop ended the manager; a child of ctx would say only
+		// "context canceled", whichever goroutine ran first).
+		base := context.WithoutCancel(ctx)
+		var cancelDeadline context.CancelFunc = func() {}
+		if d, ok := ctx.Deadline(); ok {
+			base, cancelDeadline = context.WithDeadline(base, d)
+		}
+		defer cancelDeadline()
+		callCtx, cancel := context.WithCancelCause(base)
 		defer cancel(nil)
-		stop := context.AfterFunc(scope, func() { cancel(context.Cause(scope)) })
-		defer stop()
+		stopScope := context.AfterFunc(scope, func() { cancel(context.Cause(scope)) })
+		defer stopScope()
+		stopReq := context.AfterFunc(ctx, func() {
+			if scope.Err() != nil {
+				cancel(context.Cause(scope))
+				return
+			}
+			cancel(context.Cause(ctx))
+		})
+		defer stopReq()
 		return run(callCtx, args)
 	}
 }
