@@ -167,7 +167,13 @@ type life struct {
 	armOnce   sync.Once
 	stopAfter func() bool
 
-	// leaseUntil is when the lease lapses, as last renewed (Unix nanos).
+	// leaseUntil is when the lease lapses, as last renewed: nanoseconds
+	// after base, on the monotonic clock (see until). A step of the wall
+	// clock — a VM's time sync — neither lapses a lease this process
+	// renewed in time nor stretches one it did not; another process
+	// reads the store's wall-clock LeaseUntil, and the fence keeps what
+	// it decides.
+	base       time.Time
 	leaseUntil atomic.Int64
 	// lost is set once this process knows it no longer holds the lease,
 	// after the run was cancelled with the loss (loseLease); lossMu
@@ -184,7 +190,7 @@ type life struct {
 // starts its heartbeat. cancel is called with the cause when a cancel
 // request arrives or the lease is lost.
 func startLife(ctx context.Context, o lifeOptions, doc canonjson.Value, cancel context.CancelCauseFunc) (*life, error) {
-	l := &life{s: o.Store, ttl: o.LeaseTTL, cleanup: o.CleanupTimeout, log: o.Logger, cancel: cancel, caller: ctx, lostC: make(chan struct{})}
+	l := &life{s: o.Store, ttl: o.LeaseTTL, cleanup: o.CleanupTimeout, log: o.Logger, cancel: cancel, caller: ctx, lostC: make(chan struct{}), base: time.Now()}
 	l.io, l.ioCancel = context.WithCancel(context.WithoutCancel(ctx))
 	l.stopAfter = context.AfterFunc(ctx, l.armCleanup)
 	until := time.Now().Add(l.ttl)
@@ -203,7 +209,7 @@ func startLife(ctx context.Context, o lifeOptions, doc canonjson.Value, cancel c
 		return nil, fmt.Errorf("kernel: recording run %s: %w", o.RunID, err)
 	}
 	l.fence = created.Fence()
-	l.leaseUntil.Store(until.UnixNano())
+	l.setUntil(until)
 	l.beat = startHeartbeat(l)
 	return l, nil
 }
@@ -248,7 +254,7 @@ func (l *life) leaseBound(ctx context.Context) (context.Context, context.CancelF
 	ctx, cancel := context.WithCancelCause(ctx)
 	go func() {
 		for {
-			t := time.NewTimer(time.Until(time.Unix(0, l.leaseUntil.Load())))
+			t := time.NewTimer(time.Until(l.until()))
 			select {
 			case <-ctx.Done():
 				t.Stop()
@@ -288,7 +294,7 @@ func (l *life) liveWrite(write func(ctx context.Context) error) error {
 	if err := l.holds(); err != nil {
 		return err
 	}
-	until := time.Unix(0, l.leaseUntil.Load())
+	until := l.until()
 	ctx, cancel := context.WithDeadline(l.io, until)
 	defer cancel()
 	err := l.fenced(write(ctx))
@@ -330,7 +336,15 @@ func (l *life) fenced(err error) error {
 }
 
 // lapsed reports whether the lease, as last renewed, had run out at now.
-func (l *life) lapsed(now time.Time) bool { return now.After(time.Unix(0, l.leaseUntil.Load())) }
+func (l *life) lapsed(now time.Time) bool { return now.After(l.until()) }
+
+// until is when the lease lapses, as last renewed, with a monotonic
+// reading (comparisons with time.Now ignore wall-clock steps).
+func (l *life) until() time.Time { return l.base.Add(time.Duration(l.leaseUntil.Load())) }
+
+// setUntil records until, a time.Now()-based instant, as the lease's
+// end.
+func (l *life) setUntil(until time.Time) { l.leaseUntil.Store(int64(until.Sub(l.base))) }
 
 // loseLease cancels the run with the loss, starts the cleanup window — a
 // write still in flight can no longer land as this process's, and the
@@ -421,7 +435,7 @@ func (l *life) confirm(ctx context.Context) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, err
 	}
-	l.leaseUntil.Store(until.UnixNano())
+	l.setUntil(until)
 	return until, nil
 }
 
@@ -542,7 +556,7 @@ func (l *life) retryEnding(err error, try func(ctx context.Context) error) error
 	// renew it meanwhile (a closing ledger entry is written before end
 	// stops it): a store that keeps refusing one write while it takes the
 	// renewals must not hold the run forever.
-	until := time.Unix(0, l.leaseUntil.Load())
+	until := l.until()
 	for n := 0; err != nil && !errors.Is(err, store.ErrFenced) && !errors.Is(err, store.ErrInvalid) && l.caller.Err() == nil; n++ {
 		pause := min(endRetryFirst<<min(n, 4), endRetryMost)
 		if l.leaseLost() != nil || time.Until(until) <= pause || !ctxsleep.Sleep(l.caller, pause) {
@@ -637,7 +651,7 @@ func (h *heartbeat) loop() {
 		case <-t.C:
 		}
 		now := time.Now()
-		if until := time.Unix(0, l.leaseUntil.Load()); now.After(until) {
+		if until := l.until(); now.After(until) {
 			l.loseLease(&LeaseLostError{RunID: l.fence.RunID})
 			return
 		}
@@ -680,7 +694,7 @@ func (h *heartbeat) renew() bool {
 		l.loseLease(&LeaseLostError{RunID: l.fence.RunID})
 		return false
 	}
-	l.leaseUntil.Store(until.UnixNano())
+	l.setUntil(until)
 	return true
 }
 
