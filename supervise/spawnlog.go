@@ -246,9 +246,14 @@ type StoreSpawnLog struct {
 	lost     atomic.Pointer[error]
 	lostCh   chan struct{}
 	lostOnce sync.Once
-	// untilMS is when the lease this process last wrote runs out (Unix
-	// ms): past it unrenewed, another process may take the run over.
-	untilMS atomic.Int64
+	// leaseEnd is when the lease this process last wrote runs out, as
+	// nanoseconds after base: past it unrenewed, another process may
+	// take the run over. It is kept on the monotonic clock (see until),
+	// so a step of the wall clock neither lapses a lease renewed in
+	// time nor stretches one that ran out; the store's lease member,
+	// which other processes read, stays wall-clock.
+	leaseEnd atomic.Int64
+	base     time.Time
 	// leaseCtx is cancelled, its cause the loss, the moment the lease
 	// is lost: every store call of the log derives its context from it
 	// (bound), so a call in flight then — into a store that stopped
@@ -295,9 +300,12 @@ func OpenStoreSpawnLog(ctx context.Context, st store.Store, runID string, o Stor
 		return nil, err
 	}
 	l := &StoreSpawnLog{st: st, fence: run.Fence(), ttl: ttl, logger: logger, lostCh: make(chan struct{}),
-		stop: make(chan struct{}), done: make(chan struct{})}
+		stop: make(chan struct{}), done: make(chan struct{}), base: time.Now()}
 	l.leaseCtx, l.cut = context.WithCancelCause(context.Background())
-	l.untilMS.Store(leaseOf(run).UnixMilli())
+	// The claim's end, read back from the store, has no monotonic
+	// reading: it is converted once, against the wall clock of a moment
+	// ago, and every renewal after it is monotonic.
+	l.extend(leaseOf(run))
 	if l.prior, err = l.load(ctx); err != nil {
 		l.release()
 		l.cut(journal.ErrClosed)
@@ -492,20 +500,25 @@ func (l *StoreSpawnLog) lose(err error) {
 // that the lease this process last wrote has run out; nil while it
 // lasts.
 func (l *StoreSpawnLog) lapsed(now time.Time) error {
-	until := time.UnixMilli(l.untilMS.Load())
+	until := l.until()
 	if now.Before(until) {
 		return nil
 	}
 	return &store.FenceError{RunID: l.fence.RunID, Generation: l.fence.Generation, Current: l.fence.Generation,
-		Reason: store.FenceLapsed, Status: store.StatusRunning, LeaseUntil: until}
+		Reason: store.FenceLapsed, Status: store.StatusRunning, LeaseUntil: until.Round(0)}
 }
 
-// extend records a lease written to last until until.
+// until is when the lease, as last written, runs out, with a monotonic
+// reading (comparisons with time.Now ignore wall-clock steps).
+func (l *StoreSpawnLog) until() time.Time { return l.base.Add(time.Duration(l.leaseEnd.Load())) }
+
+// extend records a lease written to last until until, a time.Now()-based
+// instant; an earlier end than the one recorded is ignored.
 func (l *StoreSpawnLog) extend(until time.Time) {
-	ms := until.UnixMilli()
+	d := int64(until.Sub(l.base))
 	for {
-		old := l.untilMS.Load()
-		if ms <= old || l.untilMS.CompareAndSwap(old, ms) {
+		old := l.leaseEnd.Load()
+		if d <= old || l.leaseEnd.CompareAndSwap(old, d) {
 			return
 		}
 	}
