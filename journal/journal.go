@@ -614,5 +614,14 @@ func (j *Journal) Close() error {
 		b.taken, b.err = true, ErrClosed
 		close(b.done)
 	}
-	return j.f.Close()
+	// The lock is given up before the file is closed: a child forked
+	// meanwhile would otherwise keep it until it execs.
+	uerr := unlock(j.f)
+	if err := j.f.Close(); err != nil {
+		return err
+	}
+	if uerr != nil {
+		return fmt.Errorf("journal: unlocking %s: %w", j.path, uerr)
+	}
+	return nil
 }

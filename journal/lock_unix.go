@@ -22,6 +22,18 @@ func lock(f *os.File) error {
 	}
 }
 
+// unlock gives f's lock up. Closing f alone does not when a copy of its
+// descriptor lives on: a child forked while f was open holds one until
+// it execs, and the lock belongs to the open file they share.
+func unlock(f *os.File) error {
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		if !errors.Is(err, syscall.EINTR) {
+			return err
+		}
+	}
+}
+
 // syncDir makes a new entry in dir durable.
 func syncDir(dir string) error {
 	d, err := os.Open(dir)

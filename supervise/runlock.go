@@ -138,12 +138,11 @@ func (l *runLock) release() error {
 	if l == nil {
 		return nil
 	}
-	terr := l.f.Truncate(0)
-	if err := l.f.Close(); err != nil {
+	// The lock is given up before the file is closed: a child forked
+	// meanwhile would otherwise keep it until it execs.
+	err := errors.Join(l.f.Truncate(0), unflock(l.f), l.f.Close())
+	if err != nil {
 		return fmt.Errorf("supervise: releasing %s: %w", LockFile, err)
-	}
-	if terr != nil {
-		return fmt.Errorf("supervise: releasing %s: %w", LockFile, terr)
 	}
 	return nil
 }
