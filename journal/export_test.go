@@ -30,10 +30,3 @@ func (j *Journal) Closing() bool {
 	defer j.mu.Unlock()
 	return j.closed
 }
-
-// HoldFileLikeAForkedChild duplicates the journal's file descriptor, as
-// a child process forked while the journal is open holds a copy of it
-// until it execs, and returns the close of that copy.
-func (j *Journal) HoldFileLikeAForkedChild() (closeCopy func() error, err error) {
-	return dupFile(j.f)
-}

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/internal/flock"
 	"github.com/agentrt/agentrt/internal/regularfile"
 )
 
@@ -166,8 +167,8 @@ func open(path string, f *os.File, limit int) (*Journal, error) {
 	if !info.Mode().IsRegular() {
 		return nil, fmt.Errorf("journal: %s is not a regular file", path)
 	}
-	if err := lock(f); err != nil {
-		if errors.Is(err, errWouldBlock) {
+	if err := flock.TryLock(f); err != nil {
+		if errors.Is(err, flock.ErrHeld) {
 			return nil, &LockedError{Path: path, PID: lockHolder(f)}
 		}
 		return nil, fmt.Errorf("journal: lock %s: %w", path, err)
@@ -616,7 +617,7 @@ func (j *Journal) Close() error {
 	}
 	// The lock is given up before the file is closed: a child forked
 	// meanwhile would otherwise keep it until it execs.
-	uerr := unlock(j.f)
+	uerr := flock.Unlock(j.f)
 	if err := j.f.Close(); err != nil {
 		return err
 	}

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/agentrt/agentrt/internal/flock"
 )
 
 // LockFile is the run dir's single-host ownership lock (§3.6
@@ -90,9 +92,9 @@ func lockRunDir(dir string) (*runLock, error) {
 		f.Close()
 		return nil, fmt.Errorf("supervise: %s is not a regular file (%v)", path, err)
 	}
-	if err := flockNB(f); err != nil {
+	if err := flock.TryLock(f); err != nil {
 		defer f.Close()
-		if errors.Is(err, errLockHeld) {
+		if errors.Is(err, flock.ErrHeld) {
 			return nil, &RunDirLockedError{RunDir: dir, Holder: readHolder(f)}
 		}
 		return nil, fmt.Errorf("supervise: locking %s: %w", path, err)
@@ -140,7 +142,7 @@ func (l *runLock) release() error {
 	}
 	// The lock is given up before the file is closed: a child forked
 	// meanwhile would otherwise keep it until it execs.
-	err := errors.Join(l.f.Truncate(0), unflock(l.f), l.f.Close())
+	err := errors.Join(l.f.Truncate(0), flock.Unlock(l.f), l.f.Close())
 	if err != nil {
 		return fmt.Errorf("supervise: releasing %s: %w", LockFile, err)
 	}

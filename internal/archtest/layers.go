@@ -18,6 +18,8 @@ var layers = map[string]int{
 	"internal/ctxsleep": 0,
 	// regularfile imports only the standard library.
 	"internal/regularfile": 0,
+	// flock imports only the standard library.
+	"internal/flock": 0,
 
 	"harness":    1,
 	"profile":    1,
