@@ -210,7 +210,7 @@ none or its journal lost part of it, 2 on usage errors.`,
 			case stopSettles < 0 || stopIdle < 0:
 				return usage("--stop-after-settles and --stop-when-idle cannot be negative")
 			case (cmd.Flags().Changed("driver-attempts") || reprompt != "") && !isHarnessProvider(providerName):
-				return usage("--driver-attempts and --reprompt drive an external-harness manager again (--provider claude-code, codex or opencode); a %s manager runs its loop in process", providerName)
+				return usage("--driver-attempts and --reprompt drive an external-harness manager again (--provider claude-code, codex or opencode); the manager of --provider %s runs its loop in process", providerName)
 			}
 			if err := checkCommandFound(cmd.Context(), checkCmd); err != nil {
 				return err
