@@ -1896,7 +1896,8 @@ func (c *Coordinator) Stop(a StopArgs) (StopResult, error) {
 	c.spawnMu.Lock()
 	c.mu.Lock()
 	for _, q := range c.questions {
-		if q.to == c.self && (q.Urgency == UrgencyBlocksRun || q.Urgency == UrgencyBlocksStep) && q.decision == nil && (q.Status == "open" || q.Status == "escalated") {
+		undecided := q.decision == nil && (q.Status == "open" || q.Status == "escalated") || q.upstream
+		if q.to == c.self && (q.Urgency == UrgencyBlocksRun || q.Urgency == UrgencyBlocksStep) && undecided {
 			c.mu.Unlock()
 			c.spawnMu.Unlock()
 			return StopResult{}, &VerbRefusal{Code: "unresolved-blocking-questions", Reason: "question " + q.ID + " (" + string(q.Urgency) + ") is undecided"}

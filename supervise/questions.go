@@ -145,6 +145,10 @@ type question struct {
 	// earlier: the question and its decision are an earlier process's
 	// (replayQuestions).
 	earlier bool
+	// upstream: a nested manager escalated the question to its parent
+	// manager and the asker still waits for the decision made there;
+	// until it arrives the question is undecided for stop.
+	upstream bool
 	// journaled is closed once this process's append of the question's
 	// record returned (written or recorded lost); nil for an earlier
 	// process's question. A decision is journaled only after it, so the
@@ -255,6 +259,7 @@ func (c *Coordinator) Ask(ctx context.Context, a AskArgs) (Decision, error) {
 		if q.decision == nil {
 			q.Status, q.reply = "expired", nil
 		}
+		q.upstream = false // nobody waits for the parent's decision now
 		c.mu.Unlock()
 		return Decision{}, context.Cause(ctx)
 	}
@@ -505,12 +510,17 @@ func (c *Coordinator) decide(a AnswerArgs) (AnswerResult, *Decision, NodeID, fun
 		// A nested manager escalates to its parent manager: the question
 		// is asked there, and the decision made there reaches the asker.
 		d := Decision{Kind: "escalate", EscalateTo: "parent", EscalateReason: a.EscalateReason, By: a.By}
-		q.decision, q.Status = &d, "escalated"
+		q.decision, q.Status, q.upstream = &d, "escalated", true
 		reply, up := q.reply, q.Question
 		q.reply = nil
 		then := func() {
 			c.askUp(AskArgs{From: up.From, Level: up.Level, Question: up.Question, Reason: up.Reason, Urgency: up.Urgency, Options: up.Options},
-				func(_ string, d Decision) { reply <- d }) // buffered, and only ever sent once
+				func(_ string, d Decision) {
+					c.mu.Lock()
+					q.upstream = false
+					c.mu.Unlock()
+					reply <- d // buffered, and only ever sent once
+				})
 		}
 		return AnswerResult{QuestionID: q.ID, Status: "queued-for-parent"}, &d, q.From, then, nil
 	}
