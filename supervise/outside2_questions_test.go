@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/supervise"
@@ -106,5 +107,95 @@ func TestOutside2NestedEscalatedBlockingQuestionHoldsOuterStop(t *testing.T) {
 	}
 	if n := r.workers.Calls("deep-ask"); n != 1 {
 		t.Errorf("the asking worker ran %d times, want once", n)
+	}
+}
+
+// A blocks-run question escalated through a nested manager whose asking
+// worker then gave up (settled without a decision) no longer holds the
+// outer manager's stop: nobody waits for it, as for a question outlived
+// by its worker at the manager it was asked of. The outer manager lists
+// it expired, and answering it delivers nothing.
+func TestOutside2EscalatedQuestionOutlivedByItsWorker(t *testing.T) {
+	r := newOutsideRun(t)
+	r.opts.Profiles["m"] = outsideProfile(t, outside2NestedManagerDoc)
+	giveUp := make(chan struct{})
+	outerDone := make(chan struct{})
+	r.opts.ManagerBrain = func(*profile.Profile) supervise.Brain {
+		return supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+			if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "w", Task: "deep-ask", Parent: c.Self()}); err != nil {
+				return supervise.BrainReport{}, err
+			}
+			ev, err := awaitKind(ctx, c, supervise.EventQuestion)
+			if err != nil {
+				return supervise.BrainReport{}, err
+			}
+			if _, err := c.AnswerQuestion(ctx, supervise.AnswerArgs{QuestionID: ev.Question.ID, EscalateTo: "parent"}); err != nil {
+				return supervise.BrainReport{}, err
+			}
+			if err := awaitSettlementOf(ctx, c, ev.Question.From); err != nil {
+				return supervise.BrainReport{}, err
+			}
+			// The nested manager lives on until the outer one has
+			// looked at the escalated question.
+			select {
+			case <-outerDone:
+			case <-ctx.Done():
+			}
+			return supervise.BrainReport{Text: "PASS nested"}, nil
+		})
+	}
+	_, err := r.drive(func(ctx context.Context, c *supervise.Coordinator) error {
+		defer close(outerDone)
+		if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "m", Task: "manage"}); err != nil {
+			return err
+		}
+		r.workers.waitStarted(t, "deep-ask")
+		r.workers.finishWith("deep-ask", outsideOutcome{res: supervise.WorkResult{Text: "gave up PASS", Spent: outsideSpent(100)},
+			ask: func(ctx context.Context, w supervise.Work) string {
+				qctx, cancel := context.WithCancel(ctx)
+				defer cancel()
+				go func() {
+					select {
+					case <-giveUp:
+					case <-qctx.Done():
+					}
+					cancel()
+				}()
+				if _, err := w.Ask(qctx, supervise.AskArgs{Level: "worker", Question: "may I?", Reason: "r", Urgency: supervise.UrgencyBlocksRun}); err == nil {
+					return " (answered)"
+				}
+				return ""
+			}})
+		ev, err := awaitKind(ctx, c, supervise.EventQuestion)
+		if err != nil {
+			return err
+		}
+		close(giveUp)
+		// The worker settles at its manager; poll the outer manager's
+		// view of the question, bounded.
+		deadline := time.Now().Add(outsideWait)
+		for {
+			l := c.ListQuestions()
+			if len(l.Questions) == 1 && l.Questions[0].Status == "expired" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("outer list_questions after the asking worker gave up = %+v, want the escalated question expired", l)
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		st, err := c.Stop(supervise.StopArgs{})
+		if err != nil || !st.Stopped {
+			t.Errorf("outer stop with only an escalated question whose asker gave up = %+v, %v; want stopped", st, err)
+		}
+		ans, _ := c.AnswerQuestion(ctx, supervise.AnswerArgs{QuestionID: ev.Question.ID, Answer: "yes"})
+		if ans.Delivered {
+			t.Errorf("answering it = %+v, want nothing delivered", ans)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("Supervise: %v", err)
 	}
 }
