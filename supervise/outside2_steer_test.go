@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/supervise"
 )
 
@@ -76,5 +77,62 @@ func TestOutside2SteerWorkerWaitingOnItsQuestion(t *testing.T) {
 	}
 	if res.Winner == nil || !strings.HasPrefix(res.Winner.Text, "answer:postgres") {
 		t.Errorf("result %s %s winner %+v; want the worker's answer", res.Status, res.Reason, res.Winner)
+	}
+}
+
+// The same through a nested manager: a worker two levels down whose
+// blocks-run question its manager escalated to the root waits for the
+// root's decision, so the root's steer_agent to it is refused at once
+// rather than held; the root's answer then reaches it.
+func TestOutside2SteerGrandchildWaitingOnEscalatedQuestion(t *testing.T) {
+	r := newOutsideRun(t)
+	r.opts.Executor = askingInboxExecutor{}
+	r.opts.Profiles["m"] = outsideProfile(t, outside2NestedManagerDoc)
+	r.opts.ManagerBrain = func(*profile.Profile) supervise.Brain {
+		return supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+			if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "w", Task: "deep-ask", Parent: c.Self()}); err != nil {
+				return supervise.BrainReport{}, err
+			}
+			ev, err := awaitKind(ctx, c, supervise.EventQuestion)
+			if err != nil {
+				return supervise.BrainReport{}, err
+			}
+			if _, err := c.AnswerQuestion(ctx, supervise.AnswerArgs{QuestionID: ev.Question.ID, EscalateTo: "parent"}); err != nil {
+				return supervise.BrainReport{}, err
+			}
+			if err := awaitSettlementOf(ctx, c, ev.Question.From); err != nil {
+				return supervise.BrainReport{}, err
+			}
+			return supervise.BrainReport{Text: "PASS nested"}, nil
+		})
+	}
+	res, err := r.drive(func(ctx context.Context, c *supervise.Coordinator) error {
+		if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "m", Task: "manage"}); err != nil {
+			return err
+		}
+		ev, err := awaitKind(ctx, c, supervise.EventQuestion)
+		if err != nil {
+			return err
+		}
+		start := time.Now()
+		st, err := c.Steer(ctx, supervise.SteerArgs{WorkerID: ev.Question.From, Instruction: "prefer postgres"})
+		if err != nil {
+			return err
+		}
+		if took := time.Since(start); took > outsideWait/2 || st.Delivered {
+			t.Errorf("root steer_agent to a grandchild waiting on the root's decision = %+v after %v; want refused at once", st, took)
+		}
+		ans, err := c.AnswerQuestion(ctx, supervise.AnswerArgs{QuestionID: ev.Question.ID, Answer: "postgres"})
+		if err != nil || !ans.Delivered {
+			t.Errorf("answer_question = %+v, %v; want delivered", ans, err)
+		}
+		_, err = awaitKind(ctx, c, supervise.EventSettled)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("Supervise: %v", err)
+	}
+	if res.Status != supervise.StatusWinner {
+		t.Errorf("result %s %s, want a winner", res.Status, res.Reason)
 	}
 }
