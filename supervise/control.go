@@ -194,6 +194,10 @@ func opHash(id string) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// errSteerDigestMismatch: a steer request file's body is not the one
+// its requestDigest was computed over.
+var errSteerDigestMismatch = errors.New("its requestDigest does not match its body")
+
 func steerDigest(r SteerRequest) (string, error) {
 	v, err := canonjson.ToValue(struct {
 		OperationID string `json:"operationId"`
@@ -264,6 +268,12 @@ func WriteWorkerSteer(ctx context.Context, runDir, worker string, s WorkerSteer)
 	}
 	if prior.OperationID != req.OperationID || prior.RequestDigest != req.RequestDigest {
 		return SteerRequest{}, &ConflictError{Kind: "steer", OperationID: s.OperationID, Detail: "request digest " + prior.RequestDigest + " was written first"}
+	}
+	// The file's digest is only a claim about its body: a body changed
+	// after it was published (its digest kept) is not the request that
+	// won, and is never handed back as it (payload conflict fails closed).
+	if d, err := steerDigest(prior); err != nil || d != prior.RequestDigest {
+		return SteerRequest{}, &ControlFileError{Path: path, Err: errSteerDigestMismatch}
 	}
 	return prior, nil
 }

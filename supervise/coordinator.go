@@ -1753,6 +1753,12 @@ func (c *Coordinator) Steer(ctx context.Context, a SteerArgs) (SteerResult, erro
 	if !live(info) {
 		// Nothing to authorize: the worker cannot take it.
 		res = SteerResult{Outcome: string(SteerNotLive), Reason: notLiveDetail(info)}
+	} else if qid := c.awaitedDecision(a.WorkerID); qid != "" {
+		// The worker's next turn, which would take the steer, comes only
+		// once this manager decides: waiting for it would hold the
+		// manager until the steer's wait ends.
+		res = SteerResult{Outcome: string(SteerRefused), Reason: "the worker waits for your decision on its question " + qid +
+			"; its next turn, which would take this message, comes only after it: answer it first (answer_question)"}
 	} else if msg, err := c.authorizeSteer(ctx, req, a.WorkerID); err != nil {
 		res = SteerResult{Outcome: string(SteerRefused), Reason: err.Error()}
 	} else {
@@ -1764,6 +1770,20 @@ func (c *Coordinator) Steer(ctx context.Context, a SteerArgs) (SteerResult, erro
 		res.Progress = c.progressOf(now)
 	}
 	return res, nil
+}
+
+// awaitedDecision returns the id of a question worker id waits on whose
+// decision is this manager's to make (asked of it, or escalated to it),
+// "" when there is none.
+func (c *Coordinator) awaitedDecision(id NodeID) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, q := range c.questionsTo[c.self] {
+		if q.From == id && q.decision == nil && q.reply != nil {
+			return q.ID
+		}
+	}
+	return ""
 }
 
 // SubmitArgs are submit_result's arguments.
@@ -1896,7 +1916,8 @@ func (c *Coordinator) Stop(a StopArgs) (StopResult, error) {
 	c.spawnMu.Lock()
 	c.mu.Lock()
 	for _, q := range c.questions {
-		if q.to == c.self && (q.Urgency == UrgencyBlocksRun || q.Urgency == UrgencyBlocksStep) && q.decision == nil && (q.Status == "open" || q.Status == "escalated") {
+		undecided := q.decision == nil && (q.Status == "open" || q.Status == "escalated") || q.upstream
+		if q.to == c.self && (q.Urgency == UrgencyBlocksRun || q.Urgency == UrgencyBlocksStep) && undecided {
 			c.mu.Unlock()
 			c.spawnMu.Unlock()
 			return StopResult{}, &VerbRefusal{Code: "unresolved-blocking-questions", Reason: "question " + q.ID + " (" + string(q.Urgency) + ") is undecided"}

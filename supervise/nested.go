@@ -320,9 +320,9 @@ func (m nestedMeter) TurnEnded(ctx context.Context, t kernel.TurnEnd) error {
 // askUp raises a nested manager's question (ask_parent, or a child's
 // question it escalated) with its parent manager and, in the
 // background, hands the decision to deliver once it comes — or nothing,
-// when the manager ends first. It returns the question's id at the
+// when the manager ends first. It returns the question as asked at the
 // parent.
-func (c *Coordinator) askUp(a AskArgs, deliver func(qid string, d Decision)) string {
+func (c *Coordinator) askUp(a AskArgs, deliver func(qid string, d Decision)) *question {
 	ctx := c.workCtx
 	if ctx == nil {
 		ctx = context.Background()
@@ -340,7 +340,7 @@ func (c *Coordinator) askUp(a AskArgs, deliver func(qid string, d Decision)) str
 			c.mu.Unlock()
 		}
 	}()
-	return q.ID
+	return q
 }
 
 // reattachKeyed returns the nested manager a resumed run drives again

@@ -145,6 +145,13 @@ type question struct {
 	// earlier: the question and its decision are an earlier process's
 	// (replayQuestions).
 	earlier bool
+	// upstream: a nested manager escalated the question to its parent
+	// manager and the asker still waits for the decision made there;
+	// until it arrives the question is undecided for stop.
+	upstream bool
+	// up is the question as escalated to the parent manager (set once
+	// asked there): when the asker stops waiting it expires too.
+	up *question
 	// journaled is closed once this process's append of the question's
 	// record returned (written or recorded lost); nil for an earlier
 	// process's question. A decision is journaled only after it, so the
@@ -252,11 +259,22 @@ func (c *Coordinator) Ask(ctx context.Context, a AskArgs) (Decision, error) {
 		return d, nil
 	case <-ctx.Done():
 		c.mu.Lock()
+		abandonLocked(q)
+		c.mu.Unlock()
+		return Decision{}, context.Cause(ctx)
+	}
+}
+
+// abandonLocked expires q, whose asker stopped waiting, unless it was
+// decided, and with it each question it was escalated as up the
+// managers: nobody waits for their decisions now (a question outlived
+// by its asker holds no stop and takes no answer). c.mu is held.
+func abandonLocked(q *question) {
+	for ; q != nil; q = q.up {
 		if q.decision == nil {
 			q.Status, q.reply = "expired", nil
 		}
-		c.mu.Unlock()
-		return Decision{}, context.Cause(ctx)
+		q.upstream = false
 	}
 }
 
@@ -295,12 +313,12 @@ func (c *Coordinator) AskParent(ctx context.Context, a AskArgs) (AskParentResult
 		// A nested manager's question goes to its parent manager; the
 		// decision joins its own brain between turns (its inbox).
 		in := c.ManagerInbox()
-		id := c.askUp(a, func(qid string, d Decision) {
+		asked := c.askUp(a, func(qid string, d Decision) {
 			if in != nil {
 				in.post(context.WithoutCancel(c.workCtx), decisionText(qid, d), "")
 			}
 		})
-		return AskParentResult{QuestionID: id, Status: "queued-for-parent"}, nil
+		return AskParentResult{QuestionID: asked.ID, Status: "queued-for-parent"}, nil
 	}
 	return c.askRootParent(ctx, a)
 }
@@ -505,12 +523,23 @@ func (c *Coordinator) decide(a AnswerArgs) (AnswerResult, *Decision, NodeID, fun
 		// A nested manager escalates to its parent manager: the question
 		// is asked there, and the decision made there reaches the asker.
 		d := Decision{Kind: "escalate", EscalateTo: "parent", EscalateReason: a.EscalateReason, By: a.By}
-		q.decision, q.Status = &d, "escalated"
+		q.decision, q.Status, q.upstream = &d, "escalated", true
 		reply, up := q.reply, q.Question
 		q.reply = nil
 		then := func() {
-			c.askUp(AskArgs{From: up.From, Level: up.Level, Question: up.Question, Reason: up.Reason, Urgency: up.Urgency, Options: up.Options},
-				func(_ string, d Decision) { reply <- d }) // buffered, and only ever sent once
+			asked := c.askUp(AskArgs{From: up.From, Level: up.Level, Question: up.Question, Reason: up.Reason, Urgency: up.Urgency, Options: up.Options},
+				func(_ string, d Decision) {
+					c.mu.Lock()
+					q.upstream = false
+					c.mu.Unlock()
+					reply <- d // buffered, and only ever sent once
+				})
+			c.mu.Lock()
+			q.up = asked
+			if !q.upstream && asked.decision == nil {
+				abandonLocked(q) // the asker gave up while it was being asked
+			}
+			c.mu.Unlock()
 		}
 		return AnswerResult{QuestionID: q.ID, Status: "queued-for-parent"}, &d, q.From, then, nil
 	}
