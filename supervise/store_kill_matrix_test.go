@@ -331,12 +331,12 @@ func TestSupervisorStoreJournalKilledAtEveryAppendBehaviour46(t *testing.T) {
 	}, nil)
 }
 
-// The same on PostgreSQL, at a few cut points of the uncut run's 13:
-// the run's start, a worker's spawn inside the lead's subtree, a
-// settlement there, and the keyed writer's spawn.
+// The same on PostgreSQL, at a few cut points of the uncut run's 13
+// appends: the run's start, and just before the settlements of a writer
+// inside the lead's subtree, of the lead, and of the keyed root writer.
 func TestSupervisorPostgresJournalKilledAtAppendsBehaviour46(t *testing.T) {
 	if testing.Short() {
 		t.Skip("re-executes the test binary")
 	}
-	storeKillMatrix(t, func(t *testing.T, _ int64) string { return "postgres:" + pgtest.Schema(t) }, []int64{1, 3, 6, 10})
+	storeKillMatrix(t, func(t *testing.T, _ int64) string { return "postgres:" + pgtest.Schema(t) }, []int64{1, 5, 9, 12})
 }
