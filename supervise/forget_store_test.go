@@ -46,6 +46,14 @@ func (s *landsUnknown) AppendEvents(ctx context.Context, f store.Fence, evs []st
 // tell them apart. Every spawn the journal holds has its own node id,
 // and a resume of the ended run returns its result.
 func TestSpawnOfUnknownOutcomeKeepsItsNodeID(t *testing.T) {
+	for _, key := range []string{"", "k-1"} {
+		t.Run(fmt.Sprintf("key=%q", key), func(t *testing.T) { unknownOutcomeSpawn(t, key) })
+	}
+}
+
+// unknownOutcomeSpawn is TestSpawnOfUnknownOutcomeKeepsItsNodeID with
+// extra and beta spawned under key.
+func unknownOutcomeSpawn(t *testing.T, key string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "runs.db"), sqlite.Options{})
@@ -59,7 +67,11 @@ func TestSpawnOfUnknownOutcomeKeepsItsNodeID(t *testing.T) {
 	}
 	brain := supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
 		for _, task := range []string{"write alpha", "write extra", "write beta"} {
-			if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: task}); err != nil {
+			a := supervise.SpawnArgs{Profile: "writer", Task: task}
+			if task != "write alpha" {
+				a.Key = key
+			}
+			if _, err := c.Spawn(ctx, a); err != nil {
 				if task == "write extra" {
 					continue // its record's outcome is unknown: the verb failed
 				}

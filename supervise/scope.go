@@ -1001,12 +1001,9 @@ func (s *Scope) Settle(id NodeID, r Result) (Settlement, error) {
 // down count, a later spawn's key or continuity — sees a worker the
 // journal never held. When it is the newest admission its sequence
 // number and ordinal are given back, so the next spawn gets the id a
-// resume replaying the journal will give it — unless mayHaveLanded: a
-// record whose append ended with an unknown outcome may be in the
-// journal after all, and its id handed to the next spawn would make
-// the journal hold two spawns of one node, which no resume can replay.
-// Only a pending node (its worker never started) can be forgotten.
-func (s *Scope) forget(id NodeID, mayHaveLanded bool) error {
+// resume replaying the journal will give it. Only a pending node (its
+// worker never started) can be forgotten.
+func (s *Scope) forget(id NodeID) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := s.nodes[id]
@@ -1033,10 +1030,10 @@ func (s *Scope) forget(id NodeID, mayHaveLanded bool) error {
 				delete(s.keys, k)
 			}
 		}
-	} else if !mayHaveLanded && n.assignment == "ordinal:"+strconv.Itoa(s.ordinals[n.Parent]-1) {
+	} else if n.assignment == "ordinal:"+strconv.Itoa(s.ordinals[n.Parent]-1) {
 		s.ordinals[n.Parent]--
 	}
-	if !mayHaveLanded && n.Seq == s.seq {
+	if n.Seq == s.seq {
 		s.seq--
 	}
 	return err
