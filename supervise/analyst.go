@@ -795,8 +795,14 @@ type Settled struct {
 }
 
 // afterSettled calls Options.AfterSettle for w, turning a panic into a
-// logged error.
+// logged error. A process that lost the run's journal (ErrSpawnLogLost)
+// calls it no more: the hook's effects are the run's next holder's,
+// which runs every hook the journal left open.
 func (c *Coordinator) afterSettled(ctx context.Context, w *worker) {
+	if err := c.log.fence()(); err != nil {
+		c.logger.Warn("supervise: the run's journal was lost; its settlement hook is left to the next holder", "node", w.id, "err", err)
+		return
+	}
 	info, _ := c.scope.Node(w.id)
 	c.mu.Lock()
 	s := Settled{Node: info, Text: w.text}

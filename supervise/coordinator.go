@@ -21,6 +21,7 @@ import (
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/profile"
+	"github.com/agentrt/agentrt/store"
 )
 
 // Coordinator is a live supervised run as one manager's brain sees it:
@@ -691,9 +692,20 @@ func (c *Coordinator) commitAdmitted(ctx context.Context, reply SpawnReply, tk *
 
 // unadmit undoes the admission of a spawn that could not be journaled
 // (not durable, so not started): Scope.forget releases its reservation
-// and takes it out of the tree, so nothing happened. It returns err with
-// what undoing it failed with; c.spawnMu is held.
+// and takes it out of the tree, so nothing happened. A record a store
+// may have taken after all (store.ErrUnknownOutcome) cannot be undone
+// so: the node stays, in doubt, as a resume reading that record would
+// find it — charged its ceiling, its id and key spent (a later spawn
+// under the key is refused in-doubt), so that no later spawn is
+// journaled under its id or key. It returns err with what undoing it
+// failed with; c.spawnMu is held.
 func (c *Coordinator) unadmit(node NodeID, err error) error {
+	if errors.Is(err, store.ErrUnknownOutcome) {
+		if ierr := c.scope.MarkInDoubt(node); ierr != nil {
+			err = errors.Join(err, ierr)
+		}
+		return err
+	}
 	if ferr := c.scope.forget(node); ferr != nil {
 		err = errors.Join(err, ferr)
 	}

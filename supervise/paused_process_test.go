@@ -51,6 +51,12 @@ func TestPausedSupervisorLosesTheJournalBehaviour46(t *testing.T) {
 	takeOverFromStore(t, manager, st, t.TempDir(), want) // another machine's run dir
 	t.Logf("taken over and settled %v after SIGSTOP", time.Since(stopped).Round(time.Millisecond))
 	before := journalOf(t, st)
+	// The run's document too (its lease, its run record): the continued
+	// process must not release, renew or record into the run it lost.
+	runBefore, err := st.GetRun(context.Background(), "run1")
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
@@ -73,6 +79,10 @@ func TestPausedSupervisorLosesTheJournalBehaviour46(t *testing.T) {
 	run, err := st.GetRun(context.Background(), "run1")
 	if err != nil || run.Generation != 2 {
 		t.Errorf("the journal's run %+v (%v): want it taken over once (generation 2)", run, err)
+	}
+	if err == nil && (run.Owner != runBefore.Owner || !canonjson.Equal(run.Doc, runBefore.Doc) || run.Status != runBefore.Status) {
+		t.Errorf("the paused process changed the run it lost:\nbefore %s %s %s\nafter  %s %s %s",
+			runBefore.Owner, runBefore.Status, canonjson.Marshal(runBefore.Doc), run.Owner, run.Status, canonjson.Marshal(run.Doc))
 	}
 }
 

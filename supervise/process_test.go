@@ -71,6 +71,10 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	if ran, err := storeKillFromEnv(); ran {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	if ran, err := outsideRestoreChildFromEnv(); ran {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
