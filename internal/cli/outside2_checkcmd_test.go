@@ -89,3 +89,41 @@ func TestOutside2CheckCmdStderrKeepsSecretsOut(t *testing.T) {
 		}
 	}
 }
+
+// Progress on stderr is one line per spawn and per settle: a failing
+// --check-cmd whose stderr has several lines still gives one settle line
+// that holds all of its words, and so does the worker's line of the
+// human summary on stdout.
+func TestOutside2CheckCmdMultilineStderrIsOneProgressLine(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs agentrt in a child process")
+	}
+	_, stdout, stderr, code := os2Supervise(t, nil, "--check-cmd", `printf 'first problem\nsecond problem\r\nthird problem\n' >&2; exit 4`)
+	if code != 1 {
+		t.Errorf("exit %d, want 1 (a failing check is no winner)\n%s", code, stderr)
+	}
+	for name, text := range map[string]string{"stderr": stderr, "stdout": stdout} {
+		var found bool
+		for line := range strings.Lines(text) {
+			if !strings.Contains(line, "first problem") {
+				continue
+			}
+			found = true
+			if !strings.Contains(line, "second problem") || !strings.Contains(line, "third problem") || strings.Contains(line, "\r") {
+				t.Errorf("%s: the check's failure is split over lines:\n%s", name, text)
+			}
+		}
+		if !found {
+			t.Errorf("%s does not show the check's failure:\n%s", name, text)
+		}
+	}
+	var settles int
+	for line := range strings.Lines(stderr) {
+		if strings.HasPrefix(line, "settled ") {
+			settles++
+		}
+	}
+	if settles != 1 {
+		t.Errorf("%d settle lines, want 1:\n%s", settles, stderr)
+	}
+}
