@@ -21,6 +21,7 @@ import (
 
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/delegation"
+	"github.com/agentrt/agentrt/improve/search"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/mcpserver"
@@ -331,7 +332,9 @@ func commandDeliverable(cmd string, timeout time.Duration) supervise.Deliverable
 			c.Stdin = strings.NewReader(out.Text)
 			var stderr bytes.Buffer
 			c.Stdout = io.Discard
-			c.Stderr = &limitedWriter{w: &stderr, n: maxCheckOutput}
+			// Room beyond the shown bytes, so that a credential the cut
+			// would split is still recognised whole before it is cut.
+			c.Stderr = &limitedWriter{w: &stderr, n: maxCheckOutput + maxCheckSecret}
 			// The command's own children die with it: kill its process
 			// group, not only the shell.
 			c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -355,7 +358,7 @@ func commandDeliverable(cmd string, timeout time.Duration) supervise.Deliverable
 				return kernel.Verdict{}, fmt.Errorf("the check command did not finish within %s", timeout)
 			case errors.As(err, &exit):
 				reason := fmt.Sprintf("the check command exited %d", exit.ExitCode())
-				if msg := strings.TrimSpace(stderr.String()); msg != "" {
+				if msg := strings.TrimSpace(scrubCheckOutput(stderr.String(), checkSecrets(c.Environ()))); msg != "" {
 					reason += ": " + msg
 				}
 				return kernel.Verdict{Passed: false, Reason: reason}, nil
@@ -363,6 +366,46 @@ func commandDeliverable(cmd string, timeout time.Duration) supervise.Deliverable
 			return kernel.Verdict{}, fmt.Errorf("the check command could not run: %w", err)
 		},
 	}
+}
+
+// maxCheckSecret is how much of a check command's stderr past what is
+// shown is read to recognise a credential the cut would split.
+const maxCheckSecret = 512
+
+// minCheckSecret is the shortest value of a credential-bearing variable
+// that is redacted from a check command's output: a shorter one ("1",
+// "true") is not a credential and would garble the text.
+const minCheckSecret = 8
+
+// checkSecrets are the values, longest first, of the variables of
+// environ (the check command's environment: this process's) whose names
+// say they hold credential material (OPENAI_API_KEY, AGENTRT_DATABASE_URL,
+// …; profile.IsCredentialBearingProfileConfigName).
+func checkSecrets(environ []string) []string {
+	var out []string
+	for _, kv := range environ {
+		name, value, ok := strings.Cut(kv, "=")
+		if ok && len(value) >= minCheckSecret && profile.IsCredentialBearingProfileConfigName(name) {
+			out = append(out, value)
+		}
+	}
+	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
+	return out
+}
+
+// scrubCheckOutput is a check command's stderr as the user and the
+// journal see it: every value of secrets and every credential
+// search.Scrub recognises replaced, cut to maxCheckOutput bytes (on a
+// character boundary).
+func scrubCheckOutput(s string, secrets []string) string {
+	for _, secret := range secrets {
+		s = strings.ReplaceAll(s, secret, "[redacted]")
+	}
+	s = search.Scrub(s)
+	if len(s) > maxCheckOutput {
+		s = strings.ToValidUTF8(s[:maxCheckOutput], "")
+	}
+	return s
 }
 
 // limitedWriter keeps the first n bytes written to it and discards the

@@ -1051,11 +1051,11 @@ func deliveryText(delivered bool, v *kernel.Verdict, checkErr, reason string) st
 	}
 	switch {
 	case v != nil && v.Reason != "":
-		s += " (" + v.Reason + ")"
+		s += " (" + oneLine(v.Reason) + ")"
 	case checkErr != "":
-		s += " (check not judged: " + checkErr + ")"
+		s += " (check not judged: " + oneLine(checkErr) + ")"
 	case reason != "":
-		s += " (" + reason + ")"
+		s += " (" + oneLine(reason) + ")"
 	}
 	return s
 }
