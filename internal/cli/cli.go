@@ -263,6 +263,14 @@ func readFile(path string) ([]byte, error) {
 		return nil, unreadable(path, err)
 	}
 	defer f.Close()
+	// A regular file's size is known: one over the cap is refused
+	// unread (reading up to the cap first would hold over twice the cap
+	// while the buffer grows).
+	if info, err := f.Stat(); err == nil && info.Mode().IsRegular() {
+		if info.Size() > maxInputLen {
+			return nil, tooLarge(path)
+		}
+	}
 	return readCapped(f, path)
 }
 
@@ -274,9 +282,15 @@ func readCapped(r io.Reader, path string) ([]byte, error) {
 		return nil, unreadable(path, err)
 	}
 	if len(data) > maxInputLen {
-		return nil, &exitError{code: ExitUsage, err: fmt.Errorf("%s is larger than %d bytes, the most agentrt reads of a file: give a smaller one", path, maxInputLen)}
+		return nil, tooLarge(path)
 	}
 	return data, nil
+}
+
+// tooLarge refuses the input at path for holding more than maxInputLen
+// bytes: a usage error.
+func tooLarge(path string) error {
+	return &exitError{code: ExitUsage, err: fmt.Errorf("%s is larger than %d bytes, the most agentrt reads of a file: give a smaller one", path, maxInputLen)}
 }
 
 // unreadable is the usage error of a file the user named that could not
