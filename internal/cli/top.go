@@ -692,7 +692,7 @@ func journalText(r supervise.Record) string {
 	case supervise.KindSettled:
 		s := fmt.Sprintf("settled     %s %s", r.Node, r.State)
 		if r.Reason != "" {
-			s += " (" + r.Reason + ")"
+			s += " (" + oneLine(r.Reason) + ")"
 		}
 		return s
 	case supervise.KindSubmitted:
@@ -703,7 +703,7 @@ func journalText(r supervise.Record) string {
 	case supervise.KindFinished:
 		s := "finished    " + r.Outcome
 		if r.Reason != "" {
-			s += " (" + r.Reason + ")"
+			s += " (" + oneLine(r.Reason) + ")"
 		}
 		return s
 	}
