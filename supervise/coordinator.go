@@ -161,6 +161,9 @@ type core struct {
 
 	mu        sync.Mutex
 	workers   map[NodeID]*worker
+	// unstarted says, by node, why a node left in doubt has no worker:
+	// its spawn record's append had an unknown outcome (unadmit).
+	unstarted map[NodeID]string
 	questions []*question
 	// questionsByID indexes questions by id, in the order asked (an
 	// earlier process's ids may repeat); appendQuestionLocked keeps both.
@@ -704,6 +707,12 @@ func (c *Coordinator) unadmit(node NodeID, err error) error {
 		if ierr := c.scope.MarkInDoubt(node); ierr != nil {
 			err = errors.Join(err, ierr)
 		}
+		c.mu.Lock()
+		if c.unstarted == nil {
+			c.unstarted = map[NodeID]string{}
+		}
+		c.unstarted[node] = "never started: whether the store took its spawn record is unknown (" + err.Error() + "); it is charged its ceiling"
+		c.mu.Unlock()
 		return err
 	}
 	if ferr := c.scope.forget(node); ferr != nil {

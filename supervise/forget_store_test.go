@@ -97,6 +97,13 @@ func unknownOutcomeSpawn(t *testing.T, key string) {
 	if err != nil {
 		t.Fatalf("first run: %v", err)
 	}
+	for _, w := range first.Tree {
+		if w.ID == "run1:s2" { // write extra
+			if !w.InDoubt || !strings.Contains(w.InDoubtReason, "unknown") {
+				t.Errorf("the spawn of unknown outcome reads in doubt %v, reason %q; want in doubt, saying why", w.InDoubt, w.InDoubtReason)
+			}
+		}
+	}
 	recs, err := readWholeStoreJournal(ctx, st, "run1")
 	if err != nil {
 		t.Fatal(err)

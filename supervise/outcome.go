@@ -286,7 +286,7 @@ func (c *Coordinator) finishedResult(o *OutcomeRecord) SupervisedResult {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, n := range c.scope.Nodes() {
-		res.Tree = append(res.Tree, workerSummary(n, c.workers[n.ID]))
+		res.Tree = append(res.Tree, c.summaryLocked(n))
 	}
 	return res
 }

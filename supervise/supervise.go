@@ -611,6 +611,15 @@ type WorkerSummary struct {
 	InDoubtReason string
 }
 
+// summaryLocked is node n as the result reports it; c.mu is held.
+func (c *Coordinator) summaryLocked(n NodeInfo) WorkerSummary {
+	ws := workerSummary(n, c.workers[n.ID])
+	if n.InDoubt && ws.InDoubtReason == "" {
+		ws.InDoubtReason = c.unstarted[n.ID]
+	}
+	return ws
+}
+
 // workerSummary is node n, worker w (nil when it has none), as the
 // result reports it.
 func workerSummary(n NodeInfo, w *worker) WorkerSummary {
@@ -1385,7 +1394,7 @@ func (c *Coordinator) finish(ctx context.Context, report BrainReport, driveErr e
 		if n.State == StateFailed || n.State == StateCancelled || n.InDoubt || n.NeverSettled {
 			res.DownCount++
 		}
-		res.Tree = append(res.Tree, workerSummary(*n, c.workers[n.ID]))
+		res.Tree = append(res.Tree, c.summaryLocked(*n))
 	})
 	cands := c.candidatesLocked(res.Tree)
 	ended := c.tripped != nil || c.abortWhy != ""
