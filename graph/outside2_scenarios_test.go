@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/graph"
 	"github.com/agentrt/agentrt/supervise"
 )
@@ -122,5 +123,139 @@ func TestOutside2CapErrorLedgerIsTheJournaledEdgesBehaviour53(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"delegates:driver->coder"}, capErr.ExhaustedEdges); diff != "" {
 		t.Errorf("ExhaustedEdges (-want +got):\n%s", diff)
+	}
+}
+
+// callTool runs the graph root's tool named verb with args and decodes
+// its reply into a generic map.
+func callTool(ctx context.Context, t *testing.T, d *graph.Driver, verb string, args any) map[string]any {
+	t.Helper()
+	ts, err := d.Tools()
+	if err != nil {
+		t.Fatalf("Tools: %v", err)
+	}
+	raw, err := json.Marshal(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := canonjson.Decode(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range ts {
+		if tool.Name != supervise.ToolPrefix+verb {
+			continue
+		}
+		out, err := tool.Run(ctx, v)
+		if err != nil {
+			return map[string]any{"transportError": err.Error()}
+		}
+		b := canonjson.Marshal(out)
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	t.Fatalf("the root has no tool %s", verb)
+	return nil
+}
+
+func lensDef(id string) map[string]any {
+	return map[string]any{"id": id, "description": "looks for missing nil checks", "area": "safety",
+		"question": "Which nil check is missing?", "instructions": "Cite the line.", "toolGroup": "targeted"}
+}
+
+// §9 define_analyst under a graph root: each out-of-bounds definition is
+// a tool RESULT {error, reason} (never a transport error) that spends
+// nothing and journals nothing; a limit past its bound is clamped; an id
+// already on the menu is refused duplicate-analyst; at most 8 per
+// manager; and the id of an analyst node of the graph is refused, as
+// §3.7 refuses an id that is both node and lens as ambiguous (found:
+// define_analyst defined a lens "critic" beside the analyst node critic).
+func TestOutside2DefineAnalystBoundsUnderAGraph(t *testing.T) {
+	ctx := context.Background()
+	g := outsideGraph(t, 4, func(string) bool { return true })
+	g.Nodes[0].Profile = driverProfile(t, "driver", supervise.VerbSpawnWorker, supervise.VerbAwaitEvent,
+		supervise.VerbDefineAnalyst, supervise.VerbListAnalysts, supervise.VerbRunAnalyst)
+	ex := newOutsideExec()
+	dir := t.TempDir()
+	long := func(n int) string { return strings.Repeat("x", n) }
+	with := func(id, k string, v any) map[string]any {
+		m := lensDef(id)
+		m[k] = v
+		return m
+	}
+	refused := []struct {
+		name string
+		args map[string]any
+		code string
+	}{
+		{"id too short", lensDef("a"), "invalid-definition"},
+		{"id upper case", lensDef("Nil-check"), "invalid-definition"},
+		{"id of 65", lensDef(long(65)), "invalid-definition"},
+		{"description of 301", with("desc", "description", long(301)), "invalid-definition"},
+		{"area of 65", with("area", "area", long(65)), "invalid-definition"},
+		{"question of 1001", with("quest", "question", long(1001)), "invalid-definition"},
+		{"instructions of 20001", with("instr", "instructions", long(20001)), "invalid-definition"},
+		{"unknown tool group", with("group", "toolGroup", "shell"), "invalid-definition"},
+		{"a builtin lens id", lensDef(supervise.BuiltinLenses()[0].ID), "duplicate-analyst"},
+		{"the analyst node's id", lensDef("critic"), "ambiguous-analyst"},
+		{"the analyst node's id, padded", lensDef(" critic "), "ambiguous-analyst"},
+	}
+	got := map[string]map[string]any{}
+	var clamped, ninth map[string]any
+	var defined []string
+	brain := graph.BrainFunc(func(ctx context.Context, d *graph.Driver, task string) (supervise.BrainReport, error) {
+		before := d.Readout()
+		for _, c := range refused {
+			got[c.name] = callTool(ctx, t, d, supervise.VerbDefineAnalyst, c.args)
+		}
+		if diff := cmp.Diff(before, d.Readout()); diff != "" {
+			t.Errorf("refused definitions moved the pool (-before +after):\n%s", diff)
+		}
+		clamped = callTool(ctx, t, d, supervise.VerbDefineAnalyst, with("clamped", "limits", map[string]any{"maxIterations": 100, "maxToolCalls": 500}))
+		defined = append(defined, "clamped")
+		for i := 0; len(defined) < supervise.MaxDefinedLenses; i++ {
+			id := "lens-" + string(rune('a'+i))
+			if r := callTool(ctx, t, d, supervise.VerbDefineAnalyst, lensDef(id)); r["defined"] != true {
+				t.Errorf("define_analyst(%s): %v", id, r)
+			}
+			defined = append(defined, id)
+		}
+		ninth = callTool(ctx, t, d, supervise.VerbDefineAnalyst, lensDef("one-too-many"))
+		return supervise.BrainReport{Text: "done"}, nil
+	})
+	res, err := graph.RunGraph(ctx, g, graph.Options{Task: "t", Brain: brain, Supervise: supervise.Options{Executor: ex, RunDir: dir, RunID: "o2d"}})
+	if err != nil && !errors.As(err, new(*graph.GraphEdgeCapError)) {
+		t.Fatalf("RunGraph: %v", err)
+	}
+	for _, c := range refused {
+		r := got[c.name]
+		code, _ := r["error"].(string)
+		switch {
+		case r["transportError"] != nil:
+			t.Errorf("%s: a transport error %v, want a tool result", c.name, r["transportError"])
+		case code != c.code:
+			t.Errorf("%s: %v, want error %s", c.name, r, c.code)
+		case r["reason"] == "" || r["reason"] == nil:
+			t.Errorf("%s: %v carries no reason", c.name, r)
+		}
+	}
+	if lim, _ := clamped["limits"].(map[string]any); clamped["defined"] != true || lim["maxIterations"] != float64(24) || lim["maxToolCalls"] != float64(96) {
+		t.Errorf("a definition past its limits: %v, want accepted clamped to 24 iterations and 96 tool calls", clamped)
+	}
+	if ninth["error"] != "max-defined-analysts" {
+		t.Errorf("a ninth definition: %v, want max-defined-analysts", ninth)
+	}
+	if len(res.Ledger) != 0 {
+		t.Errorf("definitions crossed edges: %+v", res.Ledger)
+	}
+	journal, err := os.ReadFile(filepath.Join(dir, supervise.SpawnJournalFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(journal), `"kind":"`+supervise.KindAnalystDefined+`"`); n != len(defined) {
+		t.Errorf("journal holds %d definitions, want the %d accepted", n, len(defined))
 	}
 }
