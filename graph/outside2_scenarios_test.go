@@ -6,17 +6,21 @@ package graph_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/graph"
 	"github.com/agentrt/agentrt/supervise"
 )
@@ -257,5 +261,138 @@ func TestOutside2DefineAnalystBoundsUnderAGraph(t *testing.T) {
 	}
 	if n := strings.Count(string(journal), `"kind":"`+supervise.KindAnalystDefined+`"`); n != len(defined) {
 		t.Errorf("journal holds %d definitions, want the %d accepted", n, len(defined))
+	}
+}
+
+// steerWaitExec runs the coder until its first steer (when wait is set;
+// a resumed process's coder does not wait) and answers the critic with
+// a finding.
+type steerWaitExec struct {
+	wait bool
+	mu   sync.Mutex
+	runs map[string]int
+}
+
+func (e *steerWaitExec) ReadsInbox() bool   { return true }
+func (e *steerWaitExec) ReportsUsage() bool { return true }
+
+func (e *steerWaitExec) Execute(ctx context.Context, w supervise.Work) (supervise.WorkResult, error) {
+	name := *w.Profile.Name
+	e.mu.Lock()
+	e.runs[name]++
+	e.mu.Unlock()
+	spent := ledgerSpend(1)
+	if name == "critic" {
+		return supervise.WorkResult{Text: "finding: no nil check", Spent: spent}, nil
+	}
+	if e.wait && w.Inbox != nil {
+		select {
+		case <-w.Inbox.Waiting():
+		case <-ctx.Done():
+			return supervise.WorkResult{Spent: spent}, ctx.Err()
+		}
+	}
+	if w.Inbox != nil {
+		w.Inbox.TakeOrSeal(ctx)
+	}
+	return supervise.WorkResult{Text: "out of coder", Spent: spent}, nil
+}
+
+// killCutRun runs the capped graph of TestOutside2ResumedCapRunKeepsItsLedger
+// in dir under the router root (its conversation journaled), resuming
+// what dir holds.
+func killCutRun(t *testing.T, dir string, wait bool) ([]graph.LedgerRow, *steerWaitExec, error) {
+	g := outsideGraph(t, 2, func(string) bool { return false })
+	g.Nodes[0].Profile = driverProfile(t, "driver", supervise.VerbSpawnWorker, supervise.VerbSteerAgent, supervise.VerbAwaitEvent)
+	ex := &steerWaitExec{wait: wait, runs: map[string]int{}}
+	await := call("await", supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 5000})
+	model := &planModel{text: "The coder never passed.", plan: []contract.ChatEvent{
+		call("c1", supervise.VerbSpawnWorker, map[string]any{"profile": "coder", "task": "write it"}),
+		call("c2", supervise.VerbSteerAgent, map[string]any{"workerId": "o2k:s1", "instruction": "use key SECRET"}),
+		await, await,
+		call("c3", supervise.VerbSpawnWorker, map[string]any{"profile": "coder", "task": "again"}),
+	}}
+	auth := func(_ context.Context, m graph.Message) (string, error) {
+		return strings.ReplaceAll(m.Instruction, " SECRET", ""), nil
+	}
+	res, err := graph.RunGraph(context.Background(), g, graph.Options{Task: "t", AuthorizeMessage: auth,
+		Supervise: supervise.Options{Executor: ex, Router: model, RunDir: dir, RunID: "o2k", Resume: true}})
+	var capErr *graph.GraphEdgeCapError
+	if errors.As(err, &capErr) {
+		if diff := cmp.Diff(capErr.Ledger, res.Ledger); diff != "" {
+			t.Errorf("cap error ledger differs from the result's (-error +result):\n%s", diff)
+		}
+		return capErr.Ledger, ex, nil
+	}
+	if err == nil {
+		err = errors.New("no GraphEdgeCapError")
+	}
+	return res.Ledger, ex, err
+}
+
+// RES-03 / behaviour 46 over §3.7, where kill_matrix_test does not reach:
+// one run holding an analyst node's finding, a stripped steer and a cap
+// refusal ends in GraphEdgeCapError; its journal is cut after each
+// record in turn and a new process resumes each cut. Every resume ends
+// in the cap error again, whose ledger is the resumed journal's edge
+// records; the rows the cut held come back unchanged at the head of
+// it; no traversal is doubled (each edge's traversals are 1..n, one
+// cap refusal); and a cut holding every edge record of the reference
+// gives the reference's ledger exactly.
+func TestOutside2ResumedCapRunKeepsItsLedgerBehaviour46(t *testing.T) {
+	refDir := t.TempDir()
+	ref, _, err := killCutRun(t, refDir, true)
+	if err != nil {
+		t.Fatalf("reference run: %v", err)
+	}
+	kinds := []string{}
+	for _, r := range ref {
+		kinds = append(kinds, string(r.Kind)+":"+string(r.Outcome))
+	}
+	if want := "delegates:delivered,delegates:stripped,analyzes:delivered,delegates:unpropagated"; strings.Join(kinds, ",") != want {
+		t.Fatalf("reference ledger %v, want %s", kinds, want)
+	}
+	journal, err := os.ReadFile(filepath.Join(refDir, supervise.SpawnJournalFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(bytes.TrimSuffix(journal, []byte("\n")), []byte("\n"))
+	for k := range len(lines) + 1 {
+		dir := t.TempDir()
+		_, last := cutRunDir(t, refDir, dir, lines, k)
+		where := "cut after " + last + " (" + strconv.Itoa(k) + ")"
+		held := journaledEdgeRows(t, dir)
+		got, ex, err := killCutRun(t, dir, false)
+		if err != nil {
+			t.Errorf("%s: %v", where, err)
+			continue
+		}
+		if diff := cmp.Diff(got, journaledEdgeRows(t, dir)); diff != "" {
+			t.Errorf("%s: ledger differs from the journaled edge records (-ledger +journal):\n%s", where, diff)
+		}
+		if len(got) < len(held) || (len(held) > 0 && !cmp.Equal(held, got[:len(held)])) {
+			t.Errorf("%s: the cut's rows %+v are not the head of the resumed ledger %+v", where, held, got)
+		}
+		next, refusals := map[string]int{}, 0
+		for _, r := range got {
+			next[r.Edge]++
+			if r.Traversal != next[r.Edge] {
+				t.Errorf("%s: %s traversal %d, want %d: %+v", where, r.Edge, r.Traversal, next[r.Edge], got)
+			}
+			if strings.HasPrefix(r.Reason, "traversal-cap-exhausted") {
+				refusals++
+			}
+		}
+		if refusals != 1 {
+			t.Errorf("%s: %d cap refusals, want 1: %+v", where, refusals, got)
+		}
+		if len(held) == len(ref) {
+			if diff := cmp.Diff(ref, got); diff != "" {
+				t.Errorf("%s: ledger (-reference +resumed):\n%s", where, diff)
+			}
+		}
+		if n := ex.runs["coder"]; n > 1 {
+			t.Errorf("%s: coder ran %d times on resume", where, n)
+		}
 	}
 }
