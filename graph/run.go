@@ -927,6 +927,20 @@ func (d *Driver) RunAnalyst(ctx context.Context, a supervise.RunAnalystArgs) (su
 	return d.c.RunAnalyst(ctx, a)
 }
 
+// DefineAnalyst is supervise's define_analyst (served when the root
+// declares it), refused (code ambiguous-analyst) for an id that is an
+// analyst node of this graph: §3.7 refuses an id that is both node and
+// lens as ambiguous, and a lens defined at run time under that id would
+// be exactly that — its findings and the node's would arrive under one
+// name.
+func (d *Driver) DefineAnalyst(ctx context.Context, l supervise.Lens) (supervise.DefineAnalystResult, error) {
+	if id := strings.TrimSpace(l.ID); d.r.analysts[id].Profile != nil {
+		return supervise.DefineAnalystResult{}, &supervise.VerbRefusal{Code: "ambiguous-analyst",
+			Reason: fmt.Sprintf("%q is an analyst node of this graph; an id that is both a node and a lens is ambiguous — choose another id", id)}
+	}
+	return d.c.DefineAnalyst(ctx, l)
+}
+
 // AnswerQuestion is supervise's answer_question, with an answer passed
 // through Options.AuthorizeMessage first (to the asking worker; supervise
 // calls it): the product may narrow it or refuse it. Answers travel no
@@ -991,8 +1005,8 @@ func (d *Driver) ExtraTools() []contract.Tool {
 }
 
 // Tools returns the coordination verbs as tools, as supervise names
-// them, with spawn_worker, steer_agent, answer_question, run_analyst and
-// await_event served by the Driver.
+// them, with spawn_worker, steer_agent, answer_question, run_analyst,
+// define_analyst and await_event served by the Driver.
 func (d *Driver) Tools() ([]contract.Tool, error) {
 	base, err := d.c.Tools()
 	if err != nil {
@@ -1016,6 +1030,7 @@ func (d *Driver) Tools() ([]contract.Tool, error) {
 	add(supervise.NewVerb(supervise.VerbSteerAgent, "Send an instruction to a live worker node.", d.Steer))
 	add(supervise.NewVerb(supervise.VerbAnswerQuestion, "Decide a question: answer, deferReason or escalateTo (parent|user). A decision resolves the question only when delivered to its asker.", d.AnswerQuestion))
 	add(supervise.NewVerb(supervise.VerbRunAnalyst, "", d.RunAnalyst))
+	add(supervise.NewVerb(supervise.VerbDefineAnalyst, "", d.DefineAnalyst))
 	add(supervise.NewVerb(supervise.VerbAwaitEvent, "Wait for the next worker settlement or analyst finding (in recorded order): returns {event}, {idle:true} when nothing is live, or {pending:true, live} after the bounded wait.", d.Await))
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -1026,6 +1041,9 @@ func (d *Driver) Tools() ([]contract.Tool, error) {
 			if t.Name == supervise.ToolPrefix+supervise.VerbRunAnalyst {
 				// supervise's words (its menu of lenses), and the graph's rule.
 				o.Description = t.Description + " A lens an analyzes edge of this graph names runs along that edge only, and is refused here."
+			}
+			if t.Name == supervise.ToolPrefix+supervise.VerbDefineAnalyst {
+				o.Description, o.InputSchema = t.Description+" An id that is an analyst node of this graph is refused (ambiguous-analyst).", t.InputSchema
 			}
 			t = o
 		}
