@@ -320,18 +320,23 @@ func (m nestedMeter) TurnEnded(ctx context.Context, t kernel.TurnEnd) error {
 // askUp raises a nested manager's question (ask_parent, or a child's
 // question it escalated) with its parent manager and, in the
 // background, hands the decision to deliver once it comes — or nothing,
-// when the manager ends first. It returns the question as asked at the
-// parent.
+// when the manager ends or the asker gives up (abandonLocked) first. It
+// returns the question as asked at the parent.
 func (c *Coordinator) askUp(a AskArgs, deliver func(qid string, d Decision)) *question {
 	ctx := c.workCtx
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	q, reply := c.parent.addQuestion(ctx, a, true)
+	c.mu.Lock()
+	gone := q.gone // taken before the asker can give up (abandonLocked)
+	c.mu.Unlock()
 	go func() {
 		select {
 		case d := <-reply:
 			deliver(q.ID, d)
+		case <-gone:
+			// The asker stopped waiting: nobody takes the decision.
 		case <-ctx.Done():
 			c.mu.Lock()
 			if q.decision == nil {

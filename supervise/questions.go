@@ -152,6 +152,10 @@ type question struct {
 	// up is the question as escalated to the parent manager (set once
 	// asked there): when the asker stops waiting it expires too.
 	up *question
+	// gone is closed when the question's asker stopped waiting
+	// (abandonLocked): a wait for its decision on the asker's behalf
+	// (askUp's) ends then, not with its manager. nil when nobody waits.
+	gone chan struct{}
 	// journaled is closed once this process's append of the question's
 	// record returned (written or recorded lost); nil for an earlier
 	// process's question. A decision is journaled only after it, so the
@@ -229,7 +233,7 @@ func (c *Coordinator) addQuestion(ctx context.Context, a AskArgs, wait bool) (*q
 		q.To = c.self // journaled, so a resumed run lists it to the same manager
 	}
 	if wait {
-		q.reply = make(chan Decision, 1)
+		q.reply, q.gone = make(chan Decision, 1), make(chan struct{})
 	}
 	c.appendQuestionLocked(q)
 	qq, reply := q.Question, q.reply
@@ -268,13 +272,18 @@ func (c *Coordinator) Ask(ctx context.Context, a AskArgs) (Decision, error) {
 // abandonLocked expires q, whose asker stopped waiting, unless it was
 // decided, and with it each question it was escalated as up the
 // managers: nobody waits for their decisions now (a question outlived
-// by its asker holds no stop and takes no answer). c.mu is held.
+// by its asker holds no stop and takes no answer), and nothing waits
+// for them on its behalf (gone). c.mu is held.
 func abandonLocked(q *question) {
 	for ; q != nil; q = q.up {
 		if q.decision == nil {
 			q.Status, q.reply = "expired", nil
 		}
 		q.upstream = false
+		if q.gone != nil {
+			close(q.gone)
+			q.gone = nil
+		}
 	}
 }
 
