@@ -5,8 +5,12 @@ package supervise_test
 
 import (
 	"context"
+	"fmt"
+	"github.com/agentrt/agentrt/kernel"
+	"github.com/agentrt/agentrt/store"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -109,6 +113,108 @@ func TestQR13AbandonedEscalationEndsItsUpstreamWait(t *testing.T) {
 				break
 			}
 			time.Sleep(10 * time.Millisecond)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("Supervise: %v", err)
+	}
+}
+
+// holdQuestions is a store whose appends of a question's record wait
+// until the scenario releases them (release, when set): the asker is
+// still journaling its question when its manager decides it.
+type holdQuestions struct {
+	store.Store
+	mu      sync.Mutex
+	release chan struct{}
+}
+
+func (s *holdQuestions) hold() chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.release = make(chan struct{})
+	return s.release
+}
+
+func (s *holdQuestions) AppendEvents(ctx context.Context, f store.Fence, evs []store.NewEvent) ([]store.Event, error) {
+	for _, e := range evs {
+		if e.Type != supervise.KindQuestionAsked {
+			continue
+		}
+		s.mu.Lock()
+		r := s.release
+		s.mu.Unlock()
+		if r != nil {
+			select {
+			case <-r:
+			case <-ctx.Done():
+			}
+		}
+	}
+	return s.Store.AppendEvents(ctx, f, evs)
+}
+
+// checklist: §9 answer_question "answers are routed down and resolve only
+// when delivered". An answer that races its asker giving up is exactly
+// one of delivered (the asker gets it) or not (the asker gave up and
+// the question expired): never reported delivered while the asker got
+// its give-up. Each round decides the question while the asker is still
+// journaling it, then ends the asker's wait; the asker then finds both
+// the decision and its give-up ready.
+func TestQR13AnswerRacingGiveUpIsDeliveredOrExpired(t *testing.T) {
+	const rounds = 12
+	r := newOutsideRun(t)
+	hs := &holdQuestions{Store: questionStores[0].open(t)}
+	r.opts.SpawnStore, r.opts.RunID, r.opts.SpawnLeaseTTL = hs, "qr13race", kernel.MinLeaseTTL
+	r.opts.Budget.Iterations, r.opts.Budget.Tokens = i64(rounds+2), i64(100_000)
+	_, err := r.drive(func(ctx context.Context, c *supervise.Coordinator) error {
+		for i := range rounds {
+			task := fmt.Sprintf("race-%d", i)
+			if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "w", Task: task}); err != nil {
+				return err
+			}
+			r.workers.waitStarted(t, task)
+			release := hs.hold()
+			cancels := make(chan context.CancelFunc, 1)
+			got := make(chan bool, 1) // whether Ask returned the decision
+			r.workers.finishWith(task, outsideOutcome{res: supervise.WorkResult{Text: "PASS", Spent: outsideSpent(100)},
+				ask: func(ctx context.Context, w supervise.Work) string {
+					qctx, cancel := context.WithCancel(ctx)
+					defer cancel()
+					cancels <- cancel
+					_, err := w.Ask(qctx, supervise.AskArgs{Level: "worker", Question: "which?", Reason: "r", Urgency: supervise.UrgencyBlocksStep})
+					got <- err == nil
+					return ""
+				}})
+			ev, err := awaitKind(ctx, c, supervise.EventQuestion)
+			if err != nil {
+				return err
+			}
+			answered := make(chan supervise.AnswerResult, 1)
+			go func() {
+				ans, _ := c.AnswerQuestion(ctx, supervise.AnswerArgs{QuestionID: ev.Question.ID, Answer: "this one"})
+				answered <- ans
+			}()
+			// The decision is made (it waits for the question's record
+			// only to journal itself); then the asker gives up.
+			deadline := time.Now().Add(outsideWait)
+			for l := c.ListQuestions(); l.Questions[len(l.Questions)-1].Status != "answered"; l = c.ListQuestions() {
+				if time.Now().After(deadline) {
+					t.Fatalf("round %d: the answer was not taken within %v", i, outsideWait)
+				}
+				time.Sleep(time.Millisecond)
+			}
+			(<-cancels)()
+			close(release)
+			ans := <-answered
+			asker := <-got
+			if ans.Delivered != asker {
+				t.Errorf("round %d: answer_question reported delivered=%v, the asker received it: %v", i, ans.Delivered, asker)
+			}
+			if err := awaitSettlementOf(ctx, c, ev.Question.From); err != nil {
+				return err
+			}
 		}
 		return nil
 	})

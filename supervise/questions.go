@@ -263,8 +263,15 @@ func (c *Coordinator) Ask(ctx context.Context, a AskArgs) (Decision, error) {
 		return d, nil
 	case <-ctx.Done():
 		c.mu.Lock()
+		defer c.mu.Unlock()
+		select {
+		case d := <-reply:
+			// Decided as the asker gave up: the decision was reported
+			// delivered (it is sent under c.mu), so the asker takes it.
+			return d, nil
+		default:
+		}
 		abandonLocked(q)
-		c.mu.Unlock()
 		return Decision{}, context.Cause(ctx)
 	}
 }
