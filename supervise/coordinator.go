@@ -1800,7 +1800,7 @@ func (c *Coordinator) awaitedDecision(id NodeID) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, q := range c.questionsTo[c.self] {
-		if q.From == id && q.decision == nil && q.reply != nil {
+		if q.From == id && q.decision == nil && q.waiterLocked() != nil {
 			return q.ID
 		}
 	}

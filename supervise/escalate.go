@@ -158,7 +158,7 @@ func (c *Coordinator) askRootParent(ctx context.Context, a AskArgs) (AskParentRe
 		}
 		return AskParentResult{QuestionID: prior.QuestionID, Status: status, Reason: reason, Guidance: guidance, To: prior.To, Replayed: true}, nil
 	}
-	q, _ := c.addQuestion(ctx, a, false)
+	q, _ := c.addQuestion(ctx, a, false, nil)
 	c.mu.Lock()
 	qq := q.Question
 	c.mu.Unlock()

@@ -317,26 +317,26 @@ func (m nestedMeter) TurnEnded(ctx context.Context, t kernel.TurnEnd) error {
 	return errors.Join(err, m.c.meterTurn(context.WithoutCancel(ctx), t.Usage, m.journal))
 }
 
-// askUp raises a nested manager's question (ask_parent, or a child's
-// question it escalated) with its parent manager and, in the
-// background, hands the decision to deliver once it comes — or nothing,
-// when the manager ends first. It returns the question as asked at the
-// parent.
+// askUp raises a nested manager's own question (ask_parent) with its
+// parent manager and, in the background, hands the decision to deliver
+// once it comes — or nothing, when the manager ends first. It returns
+// the question as asked at the parent. (A child's question it escalates
+// is linked to its asker instead: decide.)
 func (c *Coordinator) askUp(a AskArgs, deliver func(qid string, d Decision)) *question {
 	ctx := c.workCtx
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	q, reply := c.parent.addQuestion(ctx, a, true)
+	q, reply := c.parent.addQuestion(ctx, a, true, nil)
 	go func() {
 		select {
 		case d := <-reply:
 			deliver(q.ID, d)
 		case <-ctx.Done():
+			// The manager ended: nobody waits for the decision, here or
+			// where its parent escalated the question.
 			c.mu.Lock()
-			if q.decision == nil {
-				q.Status, q.reply = "expired", nil
-			}
+			abandonLocked(q)
 			c.mu.Unlock()
 		}
 	}()

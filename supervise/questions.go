@@ -140,7 +140,8 @@ type question struct {
 	to       NodeID
 	decision *Decision
 	// reply carries the decision to the waiting asker; nil when nobody
-	// waits (the manager's own ask_parent).
+	// waits (the manager's own ask_parent, a question escalated through
+	// a nested manager: its asker waits on down's), or no longer.
 	reply chan Decision
 	// earlier: the question and its decision are an earlier process's
 	// (replayQuestions).
@@ -152,6 +153,11 @@ type question struct {
 	// up is the question as escalated to the parent manager (set once
 	// asked there): when the asker stops waiting it expires too.
 	up *question
+	// down is the question a nested manager escalated as this one (this
+	// is its up): the decision made here goes, under c.mu, down the
+	// chain to the asker waiting at its bottom (waiterLocked), so it is
+	// delivered exactly when that asker still waits.
+	down *question
 	// journaled is closed once this process's append of the question's
 	// record returned (written or recorded lost); nil for an earlier
 	// process's question. A decision is journaled only after it, so the
@@ -221,7 +227,10 @@ func (c *Coordinator) appendQuestionLocked(q *question) {
 // addQuestion records a question and, when wait is set, returns the
 // channel its decision will arrive on — taken under the same lock that
 // publishes the question, so a decision made at once is never missed.
-func (c *Coordinator) addQuestion(ctx context.Context, a AskArgs, wait bool) (*question, <-chan Decision) {
+// down, when set, is the question a nested manager escalates as this
+// one: linked under that lock, so a decision made at once reaches its
+// asker; expired at once when that asker already gave up.
+func (c *Coordinator) addQuestion(ctx context.Context, a AskArgs, wait bool, down *question) (*question, <-chan Decision) {
 	c.mu.Lock()
 	q := &question{Question: Question{ID: "q" + strconv.Itoa(len(c.questions)+1), From: a.From, Level: a.Level, Question: a.Question,
 		Reason: a.Reason, Urgency: a.Urgency, Options: a.Options, Status: "open"}, to: c.self, journaled: make(chan struct{})}
@@ -230,6 +239,12 @@ func (c *Coordinator) addQuestion(ctx context.Context, a AskArgs, wait bool) (*q
 	}
 	if wait {
 		q.reply = make(chan Decision, 1)
+	}
+	if down != nil {
+		q.down, down.up = down, q
+		if q.waiterLocked() == nil {
+			q.Status = "expired" // its asker gave up while it was escalated
+		}
 	}
 	c.appendQuestionLocked(q)
 	qq, reply := q.Question, q.reply
@@ -253,14 +268,21 @@ func (c *Coordinator) Ask(ctx context.Context, a AskArgs) (Decision, error) {
 	if err := a.check(); err != nil {
 		return Decision{}, err
 	}
-	q, reply := c.addQuestion(ctx, a, true)
+	q, reply := c.addQuestion(ctx, a, true, nil)
 	select {
 	case d := <-reply:
 		return d, nil
 	case <-ctx.Done():
 		c.mu.Lock()
+		defer c.mu.Unlock()
+		select {
+		case d := <-reply:
+			// Decided as the asker gave up: the decision was reported
+			// delivered (it is sent under c.mu), so the asker takes it.
+			return d, nil
+		default:
+		}
 		abandonLocked(q)
-		c.mu.Unlock()
 		return Decision{}, context.Cause(ctx)
 	}
 }
@@ -272,10 +294,24 @@ func (c *Coordinator) Ask(ctx context.Context, a AskArgs) (Decision, error) {
 func abandonLocked(q *question) {
 	for ; q != nil; q = q.up {
 		if q.decision == nil {
-			q.Status, q.reply = "expired", nil
+			q.Status = "expired"
 		}
-		q.upstream = false
+		q.reply, q.upstream = nil, false
 	}
+}
+
+// waiterLocked returns the question whose asker waits for q's decision:
+// q itself, or the one at the bottom of the questions q was escalated
+// from through nested managers (down); nil when that asker no longer
+// waits. c.mu is held.
+func (q *question) waiterLocked() *question {
+	for q.down != nil {
+		q = q.down
+	}
+	if q.reply == nil {
+		return nil
+	}
+	return q
 }
 
 // AskParentResult is ask_parent's reply. A manager with no parent gets
@@ -517,29 +553,20 @@ func (c *Coordinator) decide(a AnswerArgs) (AnswerResult, *Decision, NodeID, fun
 		return AnswerResult{QuestionID: q.ID, Delivered: true, Status: q.Status, Replayed: true}, nil, q.From, nil, nil
 	case q.decision != nil:
 		return AnswerResult{}, nil, "", nil, &VerbRefusal{Code: "already-decided", Reason: "question " + q.ID + " is " + q.Status}
-	case a.EscalateTo != "" && (c.parent == nil || a.EscalateTo != "parent" || q.reply == nil):
+	case a.EscalateTo != "" && (c.parent == nil || a.EscalateTo != "parent" || q.waiterLocked() == nil):
 		return AnswerResult{QuestionID: q.ID, Status: "no-parent"}, nil, q.From, nil, nil
 	case a.EscalateTo != "":
 		// A nested manager escalates to its parent manager: the question
 		// is asked there, and the decision made there reaches the asker.
 		d := Decision{Kind: "escalate", EscalateTo: "parent", EscalateReason: a.EscalateReason, By: a.By}
 		q.decision, q.Status, q.upstream = &d, "escalated", true
-		reply, up := q.reply, q.Question
-		q.reply = nil
+		up := q.Question
 		then := func() {
-			asked := c.askUp(AskArgs{From: up.From, Level: up.Level, Question: up.Question, Reason: up.Reason, Urgency: up.Urgency, Options: up.Options},
-				func(_ string, d Decision) {
-					c.mu.Lock()
-					q.upstream = false
-					c.mu.Unlock()
-					reply <- d // buffered, and only ever sent once
-				})
-			c.mu.Lock()
-			q.up = asked
-			if !q.upstream && asked.decision == nil {
-				abandonLocked(q) // the asker gave up while it was being asked
+			ctx := c.workCtx
+			if ctx == nil {
+				ctx = context.Background()
 			}
-			c.mu.Unlock()
+			c.parent.addQuestion(ctx, AskArgs{From: up.From, Level: up.Level, Question: up.Question, Reason: up.Reason, Urgency: up.Urgency, Options: up.Options}, false, q)
 		}
 		return AnswerResult{QuestionID: q.ID, Status: "queued-for-parent"}, &d, q.From, then, nil
 	}
@@ -548,12 +575,17 @@ func (c *Coordinator) decide(a AnswerArgs) (AnswerResult, *Decision, NodeID, fun
 	if a.DeferReason != "" {
 		d, status = Decision{Kind: "defer", DeferReason: a.DeferReason, By: a.By}, "deferred"
 	}
-	if q.reply == nil {
+	w := q.waiterLocked()
+	if w == nil {
 		// Nobody is waiting: the decision cannot be delivered.
 		return AnswerResult{QuestionID: q.ID, Status: q.Status}, nil, q.From, nil, nil
 	}
-	q.reply <- d // buffered, and only ever sent once
-	q.decision, q.Status, q.reply = &d, status, nil
+	w.reply <- d // buffered, and only ever sent once
+	w.reply = nil
+	for x := q.down; x != nil; x = x.down {
+		x.upstream = false // the decision made upstream reached the asker
+	}
+	q.decision, q.Status = &d, status
 	return AnswerResult{QuestionID: q.ID, Delivered: true, Status: status}, &d, q.From, nil, nil
 }
 

@@ -1,0 +1,356 @@
+package supervise_test
+
+// QR13: questions across nested managers (§3.6 "Questions", §9
+// ask_parent / answer_question / list_questions / stop, §15 behaviour 54).
+
+import (
+	"context"
+	"fmt"
+	"github.com/agentrt/agentrt/store"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentrt/agentrt/profile"
+	"github.com/agentrt/agentrt/supervise"
+)
+
+// askUpWaiters counts the goroutines waiting, for a nested manager, on a
+// decision made upstream (askUp's; before the decision on an escalated
+// question went down to its asker under the lock, one each).
+func askUpWaiters() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	return strings.Count(string(buf), "supervise.(*Coordinator).askUp.func")
+}
+
+// giveUpAsk is a worker that asks a blocks-run question and gives up
+// waiting once giveUp is closed.
+func giveUpAsk(giveUp <-chan struct{}) func(ctx context.Context, w supervise.Work) string {
+	return func(ctx context.Context, w supervise.Work) string {
+		qctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			select {
+			case <-giveUp:
+			case <-qctx.Done():
+			}
+			cancel()
+		}()
+		if _, err := w.Ask(qctx, supervise.AskArgs{Level: "worker", Question: "may I?", Reason: "r", Urgency: supervise.UrgencyBlocksRun}); err == nil {
+			return " (answered)"
+		}
+		return ""
+	}
+}
+
+// checklist: behaviour 54 through a nested manager. A question a nested
+// manager escalated whose asking worker gave up holds nothing at the
+// nested manager any more: the wait for the parent's decision ends with
+// the question, not with the nested manager (a long-lived nested manager
+// with many abandoned questions would otherwise keep one goroutine each).
+func TestQR13AbandonedEscalationEndsItsUpstreamWait(t *testing.T) {
+	r := newOutsideRun(t)
+	r.opts.Profiles["m"] = outsideProfile(t, outside2NestedManagerDoc)
+	giveUp := make(chan struct{})
+	outerDone := make(chan struct{})
+	r.opts.ManagerBrain = func(*profile.Profile) supervise.Brain {
+		return supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+			if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "w", Task: "deep-ask", Parent: c.Self()}); err != nil {
+				return supervise.BrainReport{}, err
+			}
+			ev, err := awaitKind(ctx, c, supervise.EventQuestion)
+			if err != nil {
+				return supervise.BrainReport{}, err
+			}
+			if _, err := c.AnswerQuestion(ctx, supervise.AnswerArgs{QuestionID: ev.Question.ID, EscalateTo: "parent"}); err != nil {
+				return supervise.BrainReport{}, err
+			}
+			if err := awaitSettlementOf(ctx, c, ev.Question.From); err != nil {
+				return supervise.BrainReport{}, err
+			}
+			select {
+			case <-outerDone: // the nested manager lives on meanwhile
+			case <-ctx.Done():
+			}
+			return supervise.BrainReport{Text: "PASS nested"}, nil
+		})
+	}
+	_, err := r.drive(func(ctx context.Context, c *supervise.Coordinator) error {
+		defer close(outerDone)
+		if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "m", Task: "manage"}); err != nil {
+			return err
+		}
+		r.workers.waitStarted(t, "deep-ask")
+		r.workers.finishWith("deep-ask", outsideOutcome{res: supervise.WorkResult{Text: "gave up PASS", Spent: outsideSpent(100)}, ask: giveUpAsk(giveUp)})
+		if _, err := awaitKind(ctx, c, supervise.EventQuestion); err != nil {
+			return err
+		}
+		close(giveUp)
+		deadline := time.Now().Add(outsideWait)
+		for askUpWaiters() != 0 {
+			if time.Now().After(deadline) {
+				t.Errorf("the nested manager still waits for the decision on a question whose asker gave up: %d askUp goroutines after %v", askUpWaiters(), outsideWait)
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("Supervise: %v", err)
+	}
+}
+
+// holdQuestions is a store whose appends of a question's record wait
+// until the scenario releases them (release, when set): the asker is
+// still journaling its question when its manager decides it.
+type holdQuestions struct {
+	store.Store
+	mu      sync.Mutex
+	release chan struct{}
+}
+
+func (s *holdQuestions) hold() chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.release = make(chan struct{})
+	return s.release
+}
+
+func (s *holdQuestions) AppendEvents(ctx context.Context, f store.Fence, evs []store.NewEvent) ([]store.Event, error) {
+	for _, e := range evs {
+		if e.Type != supervise.KindQuestionAsked {
+			continue
+		}
+		s.mu.Lock()
+		r := s.release
+		s.mu.Unlock()
+		if r != nil {
+			select {
+			case <-r:
+			case <-ctx.Done():
+			}
+		}
+	}
+	return s.Store.AppendEvents(ctx, f, evs)
+}
+
+// checklist: §9 answer_question "answers are routed down and resolve only
+// when delivered". An answer that races its asker giving up is exactly
+// one of delivered (the asker gets it) or not (the asker gave up and
+// the question expired): never reported delivered while the asker got
+// its give-up. Each round decides the question while the asker is still
+// journaling it, then ends the asker's wait; the asker then finds both
+// the decision and its give-up ready.
+func TestQR13AnswerRacingGiveUpIsDeliveredOrExpired(t *testing.T) {
+	const rounds = 12
+	r := newOutsideRun(t)
+	hs := &holdQuestions{Store: questionStores[0].open(t)}
+	r.opts.SpawnStore, r.opts.RunID, r.opts.SpawnLeaseTTL = hs, "qr13race", 30*time.Second
+	r.opts.Budget.Iterations, r.opts.Budget.Tokens = i64(rounds+2), i64(100_000)
+	_, err := r.drive(func(ctx context.Context, c *supervise.Coordinator) error {
+		for i := range rounds {
+			task := fmt.Sprintf("race-%d", i)
+			if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "w", Task: task}); err != nil {
+				return err
+			}
+			r.workers.waitStarted(t, task)
+			release := hs.hold()
+			cancels := make(chan context.CancelFunc, 1)
+			got := make(chan bool, 1) // whether Ask returned the decision
+			r.workers.finishWith(task, outsideOutcome{res: supervise.WorkResult{Text: "PASS", Spent: outsideSpent(100)},
+				ask: func(ctx context.Context, w supervise.Work) string {
+					qctx, cancel := context.WithCancel(ctx)
+					defer cancel()
+					cancels <- cancel
+					_, err := w.Ask(qctx, supervise.AskArgs{Level: "worker", Question: "which?", Reason: "r", Urgency: supervise.UrgencyBlocksStep})
+					got <- err == nil
+					return ""
+				}})
+			ev, err := awaitKind(ctx, c, supervise.EventQuestion)
+			if err != nil {
+				return err
+			}
+			answered := make(chan supervise.AnswerResult, 1)
+			go func() {
+				ans, _ := c.AnswerQuestion(ctx, supervise.AnswerArgs{QuestionID: ev.Question.ID, Answer: "this one"})
+				answered <- ans
+			}()
+			// The decision is made (it waits for the question's record
+			// only to journal itself); then the asker gives up.
+			deadline := time.Now().Add(outsideWait)
+			for l := c.ListQuestions(); l.Questions[len(l.Questions)-1].Status != "answered"; l = c.ListQuestions() {
+				if time.Now().After(deadline) {
+					t.Fatalf("round %d: the answer was not taken within %v", i, outsideWait)
+				}
+				time.Sleep(time.Millisecond)
+			}
+			(<-cancels)() // sent before the asker asked
+			close(release)
+			ans, asker := recvWithin(t, answered), recvWithin(t, got)
+			if ans.Delivered != asker {
+				t.Errorf("round %d: answer_question reported delivered=%v, the asker received it: %v", i, ans.Delivered, asker)
+			}
+			if err := awaitSettlementOf(ctx, c, ev.Question.From); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("Supervise: %v", err)
+	}
+}
+
+// queueQuestions is a store whose appends of a question's record each
+// wait, in the order they arrived, until the scenario releases them.
+type queueQuestions struct {
+	store.Store
+	mu      sync.Mutex
+	waiting []chan struct{}
+	arrived chan struct{}
+}
+
+func (s *queueQuestions) AppendEvents(ctx context.Context, f store.Fence, evs []store.NewEvent) ([]store.Event, error) {
+	for _, e := range evs {
+		if e.Type != supervise.KindQuestionAsked {
+			continue
+		}
+		r := make(chan struct{})
+		s.mu.Lock()
+		s.waiting = append(s.waiting, r)
+		s.mu.Unlock()
+		s.arrived <- struct{}{}
+		select {
+		case <-r:
+		case <-ctx.Done():
+		}
+	}
+	return s.Store.AppendEvents(ctx, f, evs)
+}
+
+// releaseFirst lets the earliest held question record be written.
+func (s *queueQuestions) releaseFirst() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	close(s.waiting[0])
+	s.waiting = s.waiting[1:]
+}
+
+// checklist: §9 answer_question "resolve only when delivered" through a
+// nested manager. The outer manager answers the question a nested
+// manager escalated while its asking worker gives up: the answer is
+// reported delivered only if the worker receives it. The worker is
+// still journaling its question when the answer is made, and gives up
+// before the escalated copy's record is written.
+func TestQR13EscalatedAnswerRacingGiveUpIsDeliveredOrExpired(t *testing.T) {
+	r := newOutsideRun(t)
+	r.opts.Profiles["m"] = outsideProfile(t, outside2NestedManagerDoc)
+	qs := &queueQuestions{Store: questionStores[0].open(t), arrived: make(chan struct{}, 4)}
+	r.opts.SpawnStore, r.opts.RunID, r.opts.SpawnLeaseTTL = qs, "qr13nested", 30*time.Second
+	outerDone := make(chan struct{})
+	r.opts.ManagerBrain = func(*profile.Profile) supervise.Brain {
+		return supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+			if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "w", Task: "deep-ask", Parent: c.Self()}); err != nil {
+				return supervise.BrainReport{}, err
+			}
+			ev, err := awaitKind(ctx, c, supervise.EventQuestion)
+			if err != nil {
+				return supervise.BrainReport{}, err
+			}
+			if _, err := c.AnswerQuestion(ctx, supervise.AnswerArgs{QuestionID: ev.Question.ID, EscalateTo: "parent"}); err != nil {
+				return supervise.BrainReport{}, err
+			}
+			select {
+			case <-outerDone:
+			case <-ctx.Done():
+			}
+			return supervise.BrainReport{Text: "PASS nested"}, nil
+		})
+	}
+	cancels := make(chan context.CancelFunc, 1)
+	got := make(chan bool, 1)
+	_, err := r.drive(func(ctx context.Context, c *supervise.Coordinator) error {
+		defer close(outerDone)
+		if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "m", Task: "manage"}); err != nil {
+			return err
+		}
+		r.workers.waitStarted(t, "deep-ask")
+		r.workers.finishWith("deep-ask", outsideOutcome{res: supervise.WorkResult{Text: "PASS", Spent: outsideSpent(100)},
+			ask: func(ctx context.Context, w supervise.Work) string {
+				qctx, cancel := context.WithCancel(ctx)
+				defer cancel()
+				cancels <- cancel
+				_, err := w.Ask(qctx, supervise.AskArgs{Level: "worker", Question: "which?", Reason: "r", Urgency: supervise.UrgencyBlocksRun})
+				got <- err == nil
+				return ""
+			}})
+		ev, err := awaitKind(ctx, c, supervise.EventQuestion) // the escalated copy
+		if err != nil {
+			return err
+		}
+		arrived := func() error {
+			select {
+			case <-qs.arrived:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		// The worker's record is held; the escalated copy's comes after
+		// it (a store journal appends one record at a time).
+		if err := arrived(); err != nil {
+			return err
+		}
+		answered := make(chan supervise.AnswerResult, 1)
+		go func() {
+			ans, _ := c.AnswerQuestion(ctx, supervise.AnswerArgs{QuestionID: ev.Question.ID, Answer: "this one"})
+			answered <- ans
+		}()
+		deadline := time.Now().Add(outsideWait)
+		for l := c.ListQuestions(); l.Questions[0].Status != "answered"; l = c.ListQuestions() {
+			if time.Now().After(deadline) {
+				t.Fatalf("the answer was not taken within %v", outsideWait)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		(<-cancels)()     // sent before the worker asked
+		qs.releaseFirst() // the worker's question: its Ask returns
+		asker := recvWithin(t, got)
+		if err := arrived(); err != nil {
+			return err
+		}
+		qs.releaseFirst() // the escalated copy's
+		ans := recvWithin(t, answered)
+		if ans.Delivered != asker {
+			t.Errorf("answer_question at the outer manager reported delivered=%v, the asking worker received it: %v", ans.Delivered, asker)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("Supervise: %v", err)
+	}
+}
+
+// recvWithin receives from ch, failing the test after outsideWait.
+func recvWithin[T any](t *testing.T, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(outsideWait):
+		t.Fatalf("nothing received within %v", outsideWait)
+		var zero T
+		return zero
+	}
+}
