@@ -159,8 +159,8 @@ type core struct {
 	// turn under spawnMu.
 	delivery sequencer
 
-	mu        sync.Mutex
-	workers   map[NodeID]*worker
+	mu      sync.Mutex
+	workers map[NodeID]*worker
 	// unstarted says, by node, why a node left in doubt has no worker:
 	// its spawn record's append had an unknown outcome (unadmit).
 	unstarted map[NodeID]string
