@@ -33,15 +33,17 @@ type pgKiller struct {
 	admin   *pgx.Conn
 	adminMu sync.Mutex
 	app     string
-	// word, once set, makes the next transaction whose statements carry
-	// it lose the acknowledgement of its COMMIT: the server commits, the
+	// word, once set, makes the next write whose statements carry it
+	// lose its acknowledgement: the server commits (the transaction's
+	// COMMIT when atCommit, else the autocommit statement itself), the
 	// test reads the reply away and terminates the store's backends, so
 	// the client sees the connection die (FATAL 57P01, then EOF) where
-	// the reply was. fired counts such commits.
-	word    atomic.Pointer[string]
-	fired   atomic.Int64
-	kills   atomic.Int64
-	killErr atomic.Pointer[error]
+	// the reply was. fired counts such writes.
+	word     atomic.Pointer[string]
+	atCommit atomic.Bool
+	fired    atomic.Int64
+	kills    atomic.Int64
+	killErr  atomic.Pointer[error]
 }
 
 // openPGKiller opens a store in a fresh schema of the test database
@@ -82,6 +84,13 @@ func openPGKiller(t *testing.T) *pgKiller {
 	return k
 }
 
+// cut arms the loss of the acknowledgement of the next write carrying
+// word (see pgKiller.word).
+func (k *pgKiller) cut(word string, atCommit bool) {
+	k.atCommit.Store(atCommit)
+	k.word.Store(&word)
+}
+
 // kill terminates every backend of the store's pool, waiting (up to
 // 5 s each) for them to exit, and returns how many it terminated.
 func (k *pgKiller) kill() (int, error) {
@@ -109,10 +118,14 @@ type ackLosingConn struct {
 
 func (c *ackLosingConn) Write(p []byte) (int, error) {
 	if w := c.k.word.Load(); w != nil {
-		if bytes.Contains(p, []byte(*w)) {
+		has := bytes.Contains(p, []byte(*w))
+		if has && !c.k.atCommit.Load() && c.k.word.CompareAndSwap(w, nil) {
+			c.lose = true
+		}
+		if has {
 			c.sawWord = true
 		}
-		if bytes.Contains(p, []byte("commit\x00")) {
+		if c.k.atCommit.Load() && bytes.Contains(p, []byte("commit\x00")) {
 			if c.sawWord && c.k.word.CompareAndSwap(w, nil) {
 				c.lose = true
 			}
@@ -140,18 +153,39 @@ func (c *ackLosingConn) Read(p []byte) (int, error) {
 	return c.Conn.Read(p)
 }
 
+// pgCut is where TestPostgresJournalConnectionDiesMidWrite cuts: the
+// write whose statements carry word, a transaction's COMMIT (atCommit)
+// or an autocommit statement, armed before the run (then) or once
+// alpha settled.
+type pgCut struct {
+	name, word      string
+	atCommit, early bool
+}
+
 // §3.6 Durability with the spawn journal in PostgreSQL (RES-03,
-// behaviour 46): the database kills the run's connection while the
-// spawn record of "write extra" is committing, after the server
-// committed it and before the client read the acknowledgement. The
-// append's outcome is unknown to the process (the record landed), so
-// its node must stay in doubt with its id spent, as for any unknown
-// outcome: were it taken for not written, the next spawn would be
-// journaled under the same node id, and the journal would hold two
-// spawns of one node. The run ends bounded, the pool reconnects, and a
-// resume from the same store returns the same result without executing
-// a settled worker again.
-func TestPostgresJournalConnectionDiesAtSpawnCommit(t *testing.T) {
+// behaviour 46): the database kills the run's connections while one of
+// its writes is committing — after the server committed it, before the
+// client read the acknowledgement — at the spawn record of "write
+// extra", at alpha's settlement record, at a lease renewal and at the
+// final run record (putRecord). The write's outcome is unknown to the
+// process (it landed): a spawn so cut stays in doubt with its id spent
+// (were it taken for not written, the next spawn would be journaled
+// under the same node id, and the journal would hold two spawns of one
+// node). The pool reconnects, the run ends bounded, and a resume from
+// the same store returns the same winner and outRef without executing a
+// worker that settled.
+func TestPostgresJournalConnectionDiesMidWrite(t *testing.T) {
+	for _, c := range []pgCut{
+		{name: "spawn", word: "write extra", atCommit: true, early: true},
+		{name: "settlement", word: `"` + supervise.KindSettled + `"`, atCommit: true, early: true},
+		{name: "renewal", word: supervise.SpawnLogLeaseMember},
+		{name: "run-record", word: `"` + supervise.RunRecordMember + `":`, early: true},
+	} {
+		t.Run(c.name, func(t *testing.T) { pgConnDiesMidWrite(t, c) })
+	}
+}
+
+func pgConnDiesMidWrite(t *testing.T, cut pgCut) {
 	k := openPGKiller(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -160,12 +194,9 @@ func TestPostgresJournalConnectionDiesAtSpawnCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	var extraErr atomic.Pointer[string]
+	first := true
 	brain := supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
 		for _, task := range []string{"write alpha", "write extra", "write beta"} {
-			if task == "write extra" {
-				w := "write extra"
-				k.word.Store(&w)
-			}
 			if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: task}); err != nil {
 				if task == "write extra" {
 					s := err.Error()
@@ -177,6 +208,15 @@ func TestPostgresJournalConnectionDiesAtSpawnCommit(t *testing.T) {
 			if _, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60_000, Kinds: []string{supervise.EventSettled}}); err != nil {
 				return supervise.BrainReport{}, err
 			}
+			if task == "write alpha" && first && !cut.early {
+				// A renewal comes every third of the lease: wait for
+				// the one that loses its acknowledgement.
+				k.cut(cut.word, cut.atCommit)
+				deadline := time.Now().Add(3 * storeKillLease)
+				for k.fired.Load() == 0 && time.Now().Before(deadline) && ctx.Err() == nil {
+					time.Sleep(20 * time.Millisecond)
+				}
+			}
 		}
 		return supervise.BrainReport{}, nil
 	})
@@ -187,25 +227,30 @@ func TestPostgresJournalConnectionDiesAtSpawnCommit(t *testing.T) {
 			t.Fatal(err)
 		}
 		o.Brain, o.SpawnStore, o.SpawnLeaseTTL = brain, s, storeKillLease
+		o.Store = s // the run record too (putRecord)
 		res, err := supervise.Supervise(ctx, manager, "t", o)
 		return res, exec, err
 	}
-	start := time.Now()
-	first, _, err := run(k.st)
-	if err != nil {
-		t.Fatalf("first run: %v", err)
+	if cut.early {
+		k.cut(cut.word, cut.atCommit)
 	}
-	t.Logf("first run: %s in %s, winner %+v, extra's spawn: %v", first.Status, time.Since(start).Round(time.Millisecond), first.Winner, derefString(extraErr.Load()))
-	// The test's precondition: the connection did die at that commit.
+	start := time.Now()
+	res, exec1, err := run(k.st)
+	first = false
+	took := time.Since(start)
+	t.Logf("first run: %s (%v) in %s, winner %+v, extra's spawn: %v", res.Status, err, took.Round(time.Millisecond), res.Winner, derefString(extraErr.Load()))
 	if e := k.killErr.Load(); e != nil {
 		t.Fatal(*e)
 	}
 	if k.fired.Load() != 1 || k.kills.Load() != 1 {
-		t.Fatalf("the spawn record's commit lost its acknowledgement %d times (kills %d), want once", k.fired.Load(), k.kills.Load())
+		t.Fatalf("the write lost its acknowledgement %d times (kills %d), want once", k.fired.Load(), k.kills.Load())
 	}
-	recs, err := readWholeStoreJournal(ctx, k.st, "run1")
-	if err != nil {
-		t.Fatal(err)
+	if took > time.Minute {
+		t.Errorf("the first run took %s", took)
+	}
+	recs, rerr := readWholeStoreJournal(ctx, k.st, "run1")
+	if rerr != nil {
+		t.Fatal(rerr)
 	}
 	spawned := map[supervise.NodeID][]string{}
 	var extra supervise.NodeID
@@ -217,32 +262,53 @@ func TestPostgresJournalConnectionDiesAtSpawnCommit(t *testing.T) {
 			}
 		}
 	}
-	if extra == "" {
-		t.Fatalf("the spawn record whose acknowledgement was lost is not in the journal: the test did not cut where it meant to")
-	}
 	for id, tasks := range spawned {
 		if len(tasks) > 1 {
 			t.Errorf("the journal holds %d spawns of node %s: %q", len(tasks), id, tasks)
 		}
 	}
-	for _, w := range first.Tree {
-		if w.ID == extra && !w.InDoubt {
-			t.Errorf("the spawn whose record landed unacknowledged reads %s, not in doubt (reason %q)", w.State, w.InDoubtReason)
+	if cut.name == "spawn" {
+		if extra == "" {
+			t.Fatalf("the spawn record whose acknowledgement was lost is not in the journal: the test did not cut where it meant to")
+		}
+		for _, w := range res.Tree {
+			if w.ID == extra && !w.InDoubt {
+				t.Errorf("the spawn whose record landed unacknowledged reads %s, not in doubt (reason %q)", w.State, w.InDoubtReason)
+			}
+		}
+		if derefString(extraErr.Load()) == "" {
+			t.Errorf("the spawn whose acknowledgement was lost did not fail its verb")
 		}
 	}
-	if msg := derefString(extraErr.Load()); msg == "" {
-		t.Errorf("the spawn whose acknowledgement was lost did not fail its verb")
+	if err == nil && res.Winner == nil {
+		t.Errorf("the first run ended without error and without a winner: %s %s", res.Status, res.Reason)
 	}
-	again, exec, err := run(k.st)
-	if err != nil {
-		t.Fatalf("resume of the ended run: %v", err)
+	// A resume from the same store: the truth the store holds.
+	again, exec, err2 := run(k.st)
+	if err2 != nil {
+		t.Fatalf("resume: %v", err2)
 	}
-	if exec.count("alpha")+exec.count("beta") != 0 {
-		t.Errorf("the resume executed alpha %d, beta %d times", exec.count("alpha"), exec.count("beta"))
+	if again.Winner == nil {
+		t.Fatalf("resume: no winner (%s %s)", again.Status, again.Reason)
 	}
-	if again.Status != first.Status || (first.Winner == nil) != (again.Winner == nil) ||
-		(first.Winner != nil && (again.Winner.Node != first.Winner.Node || again.Winner.OutRef != first.Winner.OutRef)) {
-		t.Errorf("resumed %s %+v, first %s %+v", again.Status, again.Winner, first.Status, first.Winner)
+	if err == nil && exec.count("alpha")+exec.count("beta") != 0 {
+		t.Errorf("the resume of a run that ended executed alpha %d, beta %d times", exec.count("alpha"), exec.count("beta"))
+	}
+	if exec1.count("beta")+exec.count("beta") > 2 {
+		t.Errorf("beta ran %d times in the first run, %d on resume", exec1.count("beta"), exec.count("beta"))
+	}
+	if exec.count("alpha") != 0 {
+		t.Errorf("the resume executed alpha, which settled before the cut, %d times", exec.count("alpha"))
+	}
+	if err == nil && res.Winner != nil && (again.Winner.Node != res.Winner.Node || again.Winner.OutRef != res.Winner.OutRef) {
+		t.Errorf("resumed winner %+v, first run's %+v", again.Winner, res.Winner)
+	}
+	third, exec3, err3 := run(k.st)
+	if err3 != nil || third.Winner == nil || third.Winner.Node != again.Winner.Node || third.Winner.OutRef != again.Winner.OutRef {
+		t.Errorf("a second resume: %v, winner %+v, want %+v", err3, third.Winner, again.Winner)
+	}
+	if n := exec3.count("alpha") + exec3.count("beta"); n != 0 {
+		t.Errorf("a second resume of the ended run executed %d workers", n)
 	}
 }
 
