@@ -318,3 +318,158 @@ func derefString(s *string) string {
 	}
 	return strings.TrimSpace(*s)
 }
+
+// heldExecutor holds each worker until gate closes (or its context
+// ends), so that the workers run while the database kills connections.
+type heldExecutor struct {
+	inner supervise.Executor
+	gate  <-chan struct{}
+}
+
+func (e *heldExecutor) Execute(ctx context.Context, w supervise.Work) (supervise.WorkResult, error) {
+	select {
+	case <-e.gate:
+	case <-ctx.Done():
+	}
+	return e.inner.Execute(ctx, w)
+}
+
+// §3.6 Durability with the spawn journal in PostgreSQL (RES-03,
+// behaviour 46), the server's connections killed again and again (the
+// effect of a restart, without restarting a shared server): five
+// pg_terminate_backend of every connection of the run's store, 200 ms
+// apart, while four workers are spawned, run and settle. The run ends
+// bounded; the journal never holds two spawns of one node; a resume
+// from the same store ends with a winner, executes no worker whose
+// settlement the journal holds, and a second resume executes nothing
+// and returns the same winner and outRef.
+func TestPostgresJournalConnectionsKilledRepeatedly(t *testing.T) {
+	k := openPGKiller(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	manager, err := processManager()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks := []string{"write alpha", "write beta", "write slow gamma", "write slow delta"}
+	gate := make(chan struct{})
+	killed := make(chan struct{})
+	var once sync.Once
+	brain := supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		once.Do(func() {
+			go func() {
+				defer close(killed)
+				for i := range 5 {
+					if n, err := k.kill(); err != nil {
+						k.killErr.Store(&err)
+					} else {
+						t.Logf("kill %d: %d backends", i+1, n)
+					}
+					if i == 1 {
+						close(gate)
+					}
+					select {
+					case <-time.After(200 * time.Millisecond):
+					case <-ctx.Done():
+					}
+				}
+			}()
+		})
+		spawned := 0
+		for _, task := range tasks {
+			if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: task}); err != nil {
+				t.Logf("spawn %q: %v", task, err)
+				continue
+			}
+			spawned++
+		}
+		for range spawned {
+			if _, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60_000, Kinds: []string{supervise.EventSettled}}); err != nil {
+				return supervise.BrainReport{}, err
+			}
+		}
+		return supervise.BrainReport{}, nil
+	})
+	run := func() (supervise.SupervisedResult, *taskCounter, error) {
+		counts := &taskCounter{inner: &heldExecutor{inner: newCounting(t, workerProvider(t)), gate: gate}, runs: map[string]int{}}
+		o, err := processOptions(counts, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Brain, o.SpawnStore, o.SpawnLeaseTTL, o.Store = brain, k.st, storeKillLease, k.st
+		res, err := supervise.Supervise(ctx, manager, "t", o)
+		return res, counts, err
+	}
+	start := time.Now()
+	first, _, err := run()
+	took := time.Since(start)
+	select {
+	case <-killed:
+	case <-ctx.Done():
+		t.Fatal("the kills did not end")
+	}
+	if e := k.killErr.Load(); e != nil {
+		t.Fatal(*e)
+	}
+	t.Logf("first run: %s (%v) in %s, winner %+v", first.Status, err, took.Round(time.Millisecond), first.Winner)
+	if took > time.Minute {
+		t.Errorf("the first run took %s", took)
+	}
+	// The test's own read: a pooled connection the kills left dead
+	// fails the call it serves, once.
+	var recs []supervise.Record
+	var rerr error
+	for range 5 {
+		if recs, rerr = readWholeStoreJournal(ctx, k.st, "run1"); rerr == nil {
+			break
+		}
+	}
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	task, settled := map[supervise.NodeID]string{}, map[string]bool{}
+	for _, r := range recs {
+		switch r.Kind {
+		case supervise.KindSpawned:
+			if prev, dup := task[r.Node]; dup {
+				t.Errorf("the journal holds two spawns of node %s: %q and %q", r.Node, prev, r.Task)
+			}
+			task[r.Node] = r.Task
+		case supervise.KindSettled:
+			// Only a worker that settled done is held to never run
+			// again: one failed by a cut connection (its execution
+			// record not journaled) is spawned anew when the resumed
+			// brain asks for it again (see the report of SL13).
+			if r.State == supervise.StateDone {
+				settled[task[r.Node]] = true
+			}
+		}
+	}
+	for _, r := range recs {
+		t.Logf("journal: %s %s %q state=%s reason=%q", r.Kind, r.Node, r.Task, r.State, r.Reason)
+	}
+	again, counts, err2 := run()
+	for _, n := range again.Tree {
+		t.Logf("resume tree %s state=%s replayed=%v indoubt=%v reason=%q", n.ID, n.State, n.Replayed, n.InDoubt, n.Reason)
+	}
+	if err2 != nil || again.Winner == nil {
+		t.Fatalf("resume: %v, winner %+v (%s %s)", err2, again.Winner, again.Status, again.Reason)
+	}
+	for _, tk := range tasks {
+		if n := counts.count(tk); n > 1 || (settled[tk] && n != 0) {
+			t.Errorf("%q (settled in the journal: %v) ran %d times on resume", tk, settled[tk], n)
+		}
+	}
+	if err == nil && first.Winner != nil && (again.Winner.Node != first.Winner.Node || again.Winner.OutRef != first.Winner.OutRef) {
+		t.Errorf("resumed winner %+v, first run's %+v", again.Winner, first.Winner)
+	}
+	third, counts3, err3 := run()
+	if err3 != nil || third.Winner == nil || third.Winner.Node != again.Winner.Node || third.Winner.OutRef != again.Winner.OutRef {
+		t.Errorf("a second resume: %v, winner %+v, want %+v", err3, third.Winner, again.Winner)
+	}
+	for _, tk := range tasks {
+		if n := counts3.count(tk); n != 0 && settled[tk] {
+			t.Errorf("a second resume of the ended run executed %q %d times", tk, n)
+		}
+	}
+}
