@@ -216,8 +216,9 @@ var (
 	ErrConflict = errors.New("store: concurrent update")
 	ErrTerminal = errors.New("store: run already ended")
 	ErrInvalid  = errors.New("store: invalid record")
-	// ErrUnknownOutcome: the caller's context ended while the write was
-	// being committed; it may or may not have been stored.
+	// ErrUnknownOutcome: the caller's context ended, or the connection
+	// to the database died, while the write was being committed; it may
+	// or may not have been stored.
 	ErrUnknownOutcome = errors.New("store: the write's outcome is unknown")
 	// ErrClosed is a write that reached a store after (or while) it
 	// was closed; nothing of it was written.

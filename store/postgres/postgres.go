@@ -163,6 +163,49 @@ func (s *Store) Close() error {
 	return nil
 }
 
+// unknownIfSent is err, a failed write's error, matching
+// store.ErrUnknownOutcome when the write may have committed all the same:
+// its statement (or its transaction's COMMIT) was sent, and no answer of
+// the server says it failed — the connection died (the server was
+// restarted, its backend terminated, the network cut) or ctx ended
+// while the reply was awaited. An error the server reported and survived
+// (a constraint, a rolled-back COMMIT) and a write never sent are
+// definite failures, returned as they are.
+func unknownIfSent(err error) error {
+	if err == nil || errors.Is(err, store.ErrUnknownOutcome) || errors.Is(err, pgx.ErrTxCommitRollback) || pgconn.SafeToRetry(err) {
+		return err
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		severity := pe.SeverityUnlocalized
+		if severity == "" {
+			severity = pe.Severity
+		}
+		if severity != "FATAL" && severity != "PANIC" {
+			return err
+		}
+	}
+	return fmt.Errorf("%w: %w", store.ErrUnknownOutcome, err)
+}
+
+// inTx runs fn in a transaction and commits it, as pgx.BeginFunc does,
+// except that a COMMIT whose outcome is unknown (unknownIfSent) says so:
+// a failure before it leaves nothing written.
+func (s *Store) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback(ctx)
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return unknownIfSent(fmt.Errorf("postgres: commit: %w", err))
+	}
+	return nil
+}
+
 func isUniqueViolation(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == "23505"
@@ -191,7 +234,7 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) (store.Run, error) {
 		return store.Run{}, fmt.Errorf("run %s: %w", r.ID, store.ErrExists)
 	}
 	if err != nil {
-		return store.Run{}, fmt.Errorf("postgres: create run: %w", err)
+		return store.Run{}, unknownIfSent(fmt.Errorf("postgres: create run: %w", err))
 	}
 	r.CreatedAt = sqlrow.FromNanos(sqlrow.Nanos(r.CreatedAt))
 	return r, nil
@@ -233,7 +276,7 @@ func (s *Store) write(ctx context.Context) sqlrow.Write {
 		}
 		tag, err := s.pool.Exec(ctx, q, args...)
 		if err != nil {
-			return false, fmt.Errorf("postgres: update run: %w", err)
+			return false, unknownIfSent(fmt.Errorf("postgres: update run: %w", err))
 		}
 		return tag.RowsAffected() == 1, nil
 	}
@@ -265,7 +308,7 @@ func (s *Store) DeleteRun(ctx context.Context, id string) error {
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("postgres: delete run: %w", err)
+		return unknownIfSent(fmt.Errorf("postgres: delete run: %w", err))
 	}
 	return nil
 }
@@ -385,7 +428,7 @@ func (s *Store) commitAppends(ctx context.Context, batch []*appendCall) error {
 		}
 	}
 	slices.Sort(runIDs)
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error {
 		// One round trip: the statements run in order, each later one
 		// with a snapshot taken after the locks were granted.
 		b := &pgx.Batch{}
@@ -434,7 +477,7 @@ func (s *Store) commitAppends(ctx context.Context, batch []*appendCall) error {
 func (s *Store) commitAlone(ctx context.Context, c *appendCall) error {
 	a := c.In
 	var last int64
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		if err := s.lockFenced(ctx, tx, a.Fence); err != nil {
 			return err
 		}
@@ -566,7 +609,7 @@ func (s *Store) AppendLedger(ctx context.Context, f store.Fence, bodies []canonj
 		return nil, err
 	}
 	seqs := make([]int64, len(bodies))
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		if err := s.lockFenced(ctx, tx, f); err != nil {
 			return err
 		}
@@ -674,7 +717,7 @@ func (s *Store) DeleteIdempotency(ctx context.Context, keys []store.IdempotencyK
 	}
 	tag, err := s.pool.Exec(ctx, `DELETE FROM `+s.t.idempotency+` WHERE (scope, key) IN (SELECT * FROM unnest($1::text[], $2::text[]))`, scopes, names)
 	if err != nil {
-		return 0, fmt.Errorf("postgres: delete idempotency: %w", err)
+		return 0, unknownIfSent(fmt.Errorf("postgres: delete idempotency: %w", err))
 	}
 	return int(tag.RowsAffected()), nil
 }
@@ -697,7 +740,7 @@ func (s *Store) ClaimIdempotency(ctx context.Context, rec store.Idempotency) (st
 		tag, err := s.pool.Exec(ctx, `INSERT INTO `+s.t.idempotency+` (scope, key, request_digest, result, created_at) VALUES ($1, $2, $3, $4, $5)
 			ON CONFLICT (scope, key) DO NOTHING`, rec.Scope, rec.Key, rec.RequestDigest, result, sqlrow.Nanos(rec.CreatedAt))
 		if err != nil {
-			return store.Idempotency{}, false, fmt.Errorf("postgres: idempotency: %w", err)
+			return store.Idempotency{}, false, unknownIfSent(fmt.Errorf("postgres: idempotency: %w", err))
 		}
 		if tag.RowsAffected() == 1 {
 			rec.CreatedAt = sqlrow.FromNanos(sqlrow.Nanos(rec.CreatedAt))
