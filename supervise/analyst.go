@@ -799,7 +799,7 @@ type Settled struct {
 // calls it no more: the hook's effects are the run's next holder's,
 // which runs every hook the journal left open.
 func (c *Coordinator) afterSettled(ctx context.Context, w *worker) {
-	if err := c.log.fence()(); err != nil {
+	if err := c.log.heldErr(); err != nil {
 		c.logger.Warn("supervise: the run's journal was lost; its settlement hook is left to the next holder", "node", w.id, "err", err)
 		return
 	}
@@ -823,8 +823,7 @@ func (c *Coordinator) releaseInflight() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.inflight--
-	close(c.wake)
-	c.wake = make(chan struct{})
+	c.wakeLocked()
 }
 
 // analysisIntent is a requested analysis: lens over source.

@@ -1088,8 +1088,9 @@ func (c *Coordinator) settleAs(ctx context.Context, w *worker, res WorkResult, s
 	turn := c.delivery.take()
 	trip := c.countDown(w.id, st.State)
 	c.spawnMu.Unlock()
-	if err := tk.commitOrLose(bg); err != nil {
-		c.logger.Error("supervise: journaling a settlement", "node", w.id, "err", err)
+	journaled := tk.commitOrLose(bg)
+	if journaled != nil {
+		c.logger.Error("supervise: journaling a settlement", "node", w.id, "err", journaled)
 	}
 	// Durable (or its loss recorded): a manager may read it now.
 	c.settled(w)
@@ -1116,7 +1117,7 @@ func (c *Coordinator) settleAs(ctx context.Context, w *worker, res WorkResult, s
 		c.obs.nodeSettled(bg, NodeSettled{Node: info, State: st.State, Reason: reason, Spent: res.Spent, Usage: res.Usage, Infra: infra,
 			ServedModel: res.ServedModel, Delivered: w.delivered, Verdict: w.verdict, OutRef: outRef, Duration: ranFor(c.now(), w.started)})
 	}
-	c.publish(w, st.State)
+	c.publish(w, st.State, journaled)
 	c.cancelObserved(ctx, w.id, st.State)
 }
 
@@ -1128,13 +1129,21 @@ func (c *Coordinator) settled(w *worker) {
 	c.mu.Unlock()
 }
 
-// publish queues w's settlement for Await.
-func (c *Coordinator) publish(w *worker, state State) {
+// publish queues w's settlement for Await; journaled is its record's
+// append error. A settlement whose record was refused because this
+// process no longer holds the run (ErrSpawnLogLost) is not queued: it
+// is not the run's — the run's next holder executes that worker again —
+// and a manager must not act on it. Its waiters are woken all the same.
+func (c *Coordinator) publish(w *worker, state State, journaled error) {
 	info, _ := c.scope.Node(w.id)
 	box := c.viewFor(w.id)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	box.inflight--
+	if errors.Is(journaled, ErrSpawnLogLost) {
+		box.wakeLocked()
+		return
+	}
 	box.pushLocked(c.settledEventLocked(w, info, state))
 }
 
@@ -1161,6 +1170,12 @@ func (c *Coordinator) pushLocked(ev Event) {
 	}
 	q.push(c.queuedSeq, ev)
 	c.queuedSeq++
+	c.wakeLocked()
+}
+
+// wakeLocked wakes every Await waiting for an event, so that it looks
+// again; c.mu is held.
+func (c *Coordinator) wakeLocked() {
 	close(c.wake)
 	c.wake = make(chan struct{})
 }
@@ -1221,8 +1236,7 @@ func (c *Coordinator) untakeLocked(ev Event, seq int64) {
 		c.queued[ev.Kind] = q
 	}
 	q.unpop(seq, ev)
-	close(c.wake)
-	c.wake = make(chan struct{})
+	c.wakeLocked()
 }
 
 // PutBackUnreturned wraps the await_event tool t (from Tools) for a
@@ -1281,8 +1295,7 @@ func (c *Coordinator) settleHeld(ev Event, seq int64, returned bool) {
 		c.untakeLocked(ev, seq) // wakes
 		return
 	}
-	close(c.wake)
-	c.wake = make(chan struct{})
+	c.wakeLocked()
 }
 
 // eventQueue is a FIFO of one kind's events with their recorded order.
@@ -1504,6 +1517,11 @@ func (c *Coordinator) Await(ctx context.Context, a AwaitArgs) (AwaitResult, erro
 		}
 	}()
 	for {
+		if lost := c.log.heldErr(); lost != nil {
+			// The run is no longer this process's: nothing it queued
+			// is the manager's to act on any more.
+			return c.settlingAnswer(lost), nil
+		}
 		c.mu.Lock()
 		if ev, seq, ok := c.takeSeqLocked(a.Kinds); ok {
 			c.currentQuestionLocked(&ev)
@@ -1522,7 +1540,7 @@ func (c *Coordinator) Await(ctx context.Context, a AwaitArgs) (AwaitResult, erro
 		var ended <-chan struct{}
 		if brain != nil {
 			if brain.Err() != nil {
-				return c.settlingAnswer(brain), nil
+				return c.settlingAnswer(context.Cause(brain)), nil
 			}
 			ended = brain.Done()
 		}
@@ -1568,13 +1586,15 @@ func (c *Coordinator) currentQuestionLocked(ev *Event) {
 }
 
 // settlingAnswer is Await's answer once the manager's brain context
-// brain has ended: stopped, saying why, with the workers still live
-// (they are being cancelled) and those in doubt.
-func (c *Coordinator) settlingAnswer(brain context.Context) AwaitResult {
-	cause := context.Cause(brain)
+// has ended with cause, or this process lost the run's journal:
+// stopped, saying why, with the workers still live (they are being
+// cancelled) and those in doubt.
+func (c *Coordinator) settlingAnswer(cause error) AwaitResult {
 	why := "the run is ending"
 	var rc *RunCancelledError
 	switch {
+	case errors.Is(cause, ErrSpawnLogLost):
+		why = "this process no longer holds the run (" + cause.Error() + "); its next holder goes on with it"
 	case errors.Is(cause, ErrStopped):
 		why = "the manager stopped"
 	case errors.As(cause, &rc):

@@ -655,17 +655,18 @@ func (s *sequencer) done(k uint64) {
 // fence is what the stream logs ask before each write: nil while the
 // spawn log is this process's. A file spawn log is held by its lock
 // until close; a store spawn log until its lease is lost (Held).
-func (l *runLog) fence() func() error {
-	h, ok := l.spawn.(interface{ Held() error })
-	return func() error {
-		if err := l.lostErr(); err != nil {
-			return err
-		}
-		if ok {
-			return h.Held()
-		}
-		return nil
+func (l *runLog) fence() func() error { return l.heldErr }
+
+// heldErr is nil while the spawn log is this process's (fence), else
+// why it is not.
+func (l *runLog) heldErr() error {
+	if err := l.lostErr(); err != nil {
+		return err
 	}
+	if h, ok := l.spawn.(interface{ Held() error }); ok {
+		return h.Held()
+	}
+	return nil
 }
 
 // lost is closed once a spawn log whose holder can lose it (a store

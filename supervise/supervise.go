@@ -997,7 +997,7 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 		go func() {
 			select {
 			case <-lost:
-				cause := runLost(log.fence()())
+				cause := runLost(log.heldErr())
 				// Workers first: a brain stopped first may return and
 				// have them cancelled as "the manager returned" before
 				// they learn the journal was lost.
