@@ -1,4 +1,4 @@
-//go:build unix && !linux && !solaris && !aix
+//go:build !linux
 
 package journal
 
