@@ -306,12 +306,18 @@ func OpenStoreSpawnLog(ctx context.Context, st store.Store, runID string, o Stor
 	// reading: it is converted once, against the wall clock of a moment
 	// ago, and every renewal after it is monotonic.
 	l.extend(leaseOf(run))
+	// Renewed while it loads: a journal long enough, or a store slow
+	// enough, to outlast the lease being read back would otherwise be
+	// taken over by another process from under the one reading it.
+	go l.renew()
 	if l.prior, err = l.load(ctx); err != nil {
-		l.release()
-		l.cut(journal.ErrClosed)
+		l.Close()
 		return nil, err
 	}
-	go l.renew()
+	if err := l.Held(); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("supervise: the spawn journal's lease was lost while it was read: %w", err)
+	}
 	return l, nil
 }
 
