@@ -237,8 +237,8 @@ func (s *Store) again(ctx context.Context, op func() error) error {
 	return err
 }
 
-// begin starts a transaction, once more on another connection when the
-// first BEGIN met a dead one (Store.again): a failed BEGIN wrote nothing.
+// begin starts a transaction, again on another connection while BEGIN
+// meets a dead one (Store.again): a failed BEGIN wrote nothing.
 func (s *Store) begin(ctx context.Context) (pgx.Tx, error) {
 	var tx pgx.Tx
 	err := s.again(ctx, func() error {
