@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"net"
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -141,7 +143,44 @@ func Config(connString string, maxConns int32) (*pgxpool.Config, error) {
 	if _, set := cfg.ConnConfig.RuntimeParams[param]; !set {
 		cfg.ConnConfig.RuntimeParams[param] = fmt.Sprint(IdleInTransactionTimeout.Milliseconds())
 	}
+	cfg.ShouldPing = ShouldPing
 	return cfg, nil
+}
+
+// pingAfterIdle is how long a pooled connection may sit idle before
+// ShouldPing pings it whatever its socket shows (pgx's own default).
+const pingAfterIdle = time.Second
+
+// ShouldPing is the pgxpool.Config.ShouldPing of a pool made by Config:
+// a connection taken from the pool is pinged first, and replaced when
+// the ping fails, if it sat idle longer than a second (as pgx does by
+// default) or if its socket holds something unasked for — the server's
+// FATAL message and end of stream when PostgreSQL terminated its backend
+// (pg_terminate_backend, a failover, a restart) while it sat in the pool.
+// Without that check such a connection would carry the caller's request
+// to a server that never reads it, and the call would fail (a write with
+// an outcome it cannot know) although a fresh connection would serve it.
+// Checking a socket is one non-blocking peek, not a round trip; where it
+// cannot be peeked at (a platform without MSG_PEEK, a dialer wrapping
+// the socket) only the idle time counts.
+func ShouldPing(_ context.Context, p pgxpool.ShouldPingParams) bool {
+	return p.IdleDuration > pingAfterIdle || !connQuiet(p.Conn.PgConn().Conn())
+}
+
+// connQuiet is whether nothing is waiting to be read on c, an idle
+// connection, as far as can be told: true when it cannot be.
+func connQuiet(c net.Conn) bool {
+	for c != nil {
+		switch u := c.(type) {
+		case syscall.Conn:
+			return socketQuiet(u)
+		case interface{ NetConn() net.Conn }: // *tls.Conn
+			c = u.NetConn()
+		default:
+			return true
+		}
+	}
+	return true
 }
 
 // Open connects a pool to the database named by connString (see

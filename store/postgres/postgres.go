@@ -5,10 +5,13 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -57,6 +60,9 @@ type Store struct {
 	now     func() time.Time
 	appends *groupcommit.Committer[sqlrow.Append, []store.Event]
 	t       tables
+	// tries bounds the calls Store.again makes of a read: one more than
+	// the pool's connections.
+	tries int
 }
 
 // tables are the names statements use for the store's tables: bare, or
@@ -128,7 +134,7 @@ func open(ctx context.Context, pool *pgxpool.Pool, schema string, opts Options) 
 	if err := pgdb.MigrateIn(ctx, pool, schema, migrations, "schema_migrations", migrationLock, now()); err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	s := &Store{pool: pool, now: now, t: tablesIn(schema)}
+	s := &Store{pool: pool, now: now, t: tablesIn(schema), tries: int(pool.Config().MaxConns) + 1}
 	// Two committers: one builds and writes the next batch while the
 	// other waits for its commit to flush.
 	s.appends = groupcommit.New(groupcommit.Options{Committers: 2}, s.commitAppends)
@@ -176,25 +182,80 @@ func unknownIfSent(err error) error {
 		return err
 	}
 	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		severity := pe.SeverityUnlocalized
-		if severity == "" {
-			severity = pe.Severity
-		}
-		if severity != "FATAL" && severity != "PANIC" {
-			return err
-		}
+	if errors.As(err, &pe) && !sessionEnding(pe) {
+		return err
 	}
 	return fmt.Errorf("%w: %w", store.ErrUnknownOutcome, err)
+}
+
+// sessionEnding is whether the server ended the session with pe (FATAL
+// or PANIC): the connection is gone, unlike after an error of the
+// statement alone.
+func sessionEnding(pe *pgconn.PgError) bool {
+	severity := pe.SeverityUnlocalized
+	if severity == "" {
+		severity = pe.Severity
+	}
+	return severity == "FATAL" || severity == "PANIC"
+}
+
+// connLost is whether err, a failed call's error, says its connection
+// was unusable or died under it — pgx reports it failed before sending
+// anything (pgconn.SafeToRetry), the server ended the session (FATAL:
+// a backend terminated while the connection sat idle in the pool reads
+// as that), or the socket failed or reached its end — rather than an
+// answer of the server to the statement, or the caller's context
+// ending.
+func connLost(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err) {
+		return false
+	}
+	if pgconn.SafeToRetry(err) {
+		return true
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return sessionEnding(pe)
+	}
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// again calls op, and again while it fails with its connection
+// (connLost) and ctx has not ended, at most s.tries times in all. The
+// pool drops each connection that failed so, and hands the next call
+// another: when the server cut every idle connection of the pool at
+// once (a terminated backend of each, a restart), each meets one dead
+// connection, and the last try gets a fresh one. op must be safe to
+// repeat whether or not its call reached the server: a read, or a
+// BEGIN.
+func (s *Store) again(ctx context.Context, op func() error) error {
+	err := op()
+	for try := 1; try < s.tries && err != nil && ctx.Err() == nil && connLost(err); try++ {
+		err = op()
+	}
+	return err
+}
+
+// begin starts a transaction, again on another connection while BEGIN
+// meets a dead one (Store.again): a failed BEGIN wrote nothing.
+func (s *Store) begin(ctx context.Context) (pgx.Tx, error) {
+	var tx pgx.Tx
+	err := s.again(ctx, func() error {
+		var err error
+		tx, err = s.pool.Begin(ctx)
+		return err
+	})
+	return tx, err
 }
 
 // inTx runs fn in a transaction and commits it, as pgx.BeginFunc does,
 // except that a COMMIT whose outcome is unknown (unknownIfSent) says so:
 // a failure before it leaves nothing written.
 func (s *Store) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.begin(ctx)
 	if err != nil {
-		return err
+		return fmt.Errorf("postgres: begin: %w", err)
 	}
 	if err := fn(tx); err != nil {
 		_ = tx.Rollback(ctx)
@@ -242,7 +303,12 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) (store.Run, error) {
 
 // GetRun implements store.Store.
 func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
-	r, err := sqlrow.ScanRun(s.pool.QueryRow(ctx, `SELECT `+sqlrow.RunColumns+` FROM `+s.t.runs+` WHERE id = $1`, id), "postgres")
+	var r store.Run
+	err := s.again(ctx, func() error {
+		var err error
+		r, err = sqlrow.ScanRun(s.pool.QueryRow(ctx, `SELECT `+sqlrow.RunColumns+` FROM `+s.t.runs+` WHERE id = $1`, id), "postgres")
+		return err
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.Run{}, fmt.Errorf("run %s: %w", id, store.ErrNotFound)
 	}
@@ -285,7 +351,7 @@ func (s *Store) write(ctx context.Context) sqlrow.Write {
 // DeleteRun implements store.Store: the run is locked, checked, and
 // removed with its events and ledger in one transaction.
 func (s *Store) DeleteRun(ctx context.Context, id string) error {
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return fmt.Errorf("postgres: delete run: %w", err)
 	}
@@ -337,22 +403,44 @@ func (s *Store) ListRuns(ctx context.Context, opts store.ListOptions) ([]store.R
 	if opts.Limit > 0 {
 		q += fmt.Sprintf(" LIMIT %d", opts.Limit)
 	}
-	rows, err := s.pool.Query(ctx, q, args...)
+	clock := s.now()
+	out, err := readRows(ctx, s, q, args, func(rows pgx.Rows) ([]store.Run, error) {
+		var out []store.Run
+		for rows.Next() {
+			r, err := sqlrow.ScanRun(rows, "postgres")
+			if err != nil {
+				return nil, err
+			}
+			r.Status = store.Effective(r, clock)
+			out = append(out, r)
+		}
+		return out, rows.Err()
+	})
 	if err != nil {
 		return nil, fmt.Errorf("postgres: list runs: %w", err)
 	}
-	defer rows.Close()
-	var out []store.Run
-	clock := s.now()
-	for rows.Next() {
-		r, err := sqlrow.ScanRun(rows, "postgres")
+	return out, nil
+}
+
+// readRows runs the query q and reads its rows with scan, once more on
+// another connection when the first try died with its connection
+// (Store.again): reading twice is harmless.
+func readRows[T any](ctx context.Context, s *Store, q string, args []any, scan func(pgx.Rows) (T, error)) (T, error) {
+	var out T
+	err := s.again(ctx, func() error {
+		rows, err := s.pool.Query(ctx, q, args...)
 		if err != nil {
-			return nil, fmt.Errorf("postgres: list runs: %w", err)
+			return err
 		}
-		r.Status = store.Effective(r, clock)
-		out = append(out, r)
-	}
-	return out, rows.Err()
+		defer rows.Close()
+		out, err = scan(rows)
+		return err
+	})
+	return out, err
+}
+
+func scanEventsOf(runID string) func(pgx.Rows) ([]store.Event, error) {
+	return func(rows pgx.Rows) ([]store.Event, error) { return sqlrow.ScanEvents(rows, runID, "postgres") }
 }
 
 // lockRun locks the run's row for the rest of tx, so that appends to one
@@ -367,7 +455,9 @@ func (s *Store) lockFenced(ctx context.Context, tx pgx.Tx, f store.Fence) error 
 
 func (s *Store) runExists(ctx context.Context, runID string) error {
 	var exists bool
-	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+s.t.runs+` WHERE id = $1)`, runID).Scan(&exists); err != nil {
+	if err := s.again(ctx, func() error {
+		return s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+s.t.runs+` WHERE id = $1)`, runID).Scan(&exists)
+	}); err != nil {
 		return fmt.Errorf("postgres: %w", err)
 	}
 	if !exists {
@@ -565,15 +655,13 @@ func (s *Store) Events(ctx context.Context, runID, after string, limit int) ([]s
 	// cursor and sorted them for each page: quadratic for a follower.) A
 	// short page is completed by the open-ended query, which at the end
 	// of the log finds nothing, so a gap can never end a reader early.
-	rows, err := s.pool.Query(ctx, `SELECT seq, id, type, time, body FROM `+s.t.events+
-		` WHERE run_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq`, runID, from, from+int64(limit))
+	page, err := readRows(ctx, s, `SELECT seq, id, type, time, body FROM `+s.t.events+
+		` WHERE run_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq`, []any{runID, from, from + int64(limit)}, scanEventsOf(runID))
 	if err != nil {
 		return nil, fmt.Errorf("postgres: events: %w", err)
 	}
-	page, err := sqlrow.ScanEvents(rows, runID, "postgres")
-	rows.Close()
-	if err != nil || len(page) == limit {
-		return page, err
+	if len(page) == limit {
+		return page, nil
 	}
 	next := from
 	if len(page) > 0 {
@@ -593,12 +681,11 @@ func (s *Store) events(ctx context.Context, runID string, from int64, limit int)
 	if limit > 0 {
 		q += fmt.Sprintf(" LIMIT %d", limit)
 	}
-	rows, err := s.pool.Query(ctx, q, runID, from)
+	out, err := readRows(ctx, s, q, []any{runID, from}, scanEventsOf(runID))
 	if err != nil {
 		return nil, fmt.Errorf("postgres: events: %w", err)
 	}
-	defer rows.Close()
-	return sqlrow.ScanEvents(rows, runID, "postgres")
+	return out, nil
 }
 
 // AppendLedger implements store.Store.
@@ -641,12 +728,12 @@ func (s *Store) Ledger(ctx context.Context, runID string) ([]store.LedgerEntry, 
 	if err := s.runExists(ctx, runID); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT seq, time, body FROM `+s.t.ledger+` WHERE run_id = $1 ORDER BY seq`, runID)
+	out, err := readRows(ctx, s, `SELECT seq, time, body FROM `+s.t.ledger+` WHERE run_id = $1 ORDER BY seq`, []any{runID},
+		func(rows pgx.Rows) ([]store.LedgerEntry, error) { return sqlrow.ScanLedger(rows, runID, "postgres") })
 	if err != nil {
 		return nil, fmt.Errorf("postgres: ledger: %w", err)
 	}
-	defer rows.Close()
-	return sqlrow.ScanLedger(rows, runID, "postgres")
+	return out, nil
 }
 
 // ListIdempotency implements store.Store. A key prefix is a range of
@@ -658,13 +745,13 @@ func (s *Store) ListIdempotency(ctx context.Context, q store.IdempotencyQuery) (
 	}
 	where, args := idempotencyWhere(q)
 	args = append(args, q.Limit)
-	rows, err := s.pool.Query(ctx, `SELECT scope, key, request_digest, result, created_at FROM `+s.t.idempotency+` WHERE `+where+
-		` ORDER BY created_at, key LIMIT $`+strconv.Itoa(len(args)), args...)
+	out, err := readRows(ctx, s, `SELECT scope, key, request_digest, result, created_at FROM `+s.t.idempotency+` WHERE `+where+
+		` ORDER BY created_at, key LIMIT $`+strconv.Itoa(len(args)), args,
+		func(rows pgx.Rows) ([]store.Idempotency, error) { return sqlrow.ScanIdempotency(rows, "postgres") })
 	if err != nil {
 		return nil, fmt.Errorf("postgres: idempotency: %w", err)
 	}
-	defer rows.Close()
-	return sqlrow.ScanIdempotency(rows, "postgres")
+	return out, nil
 }
 
 // idempotencyWhere is the condition selecting q's records and its
@@ -696,7 +783,9 @@ func (s *Store) CountIdempotency(ctx context.Context, q store.IdempotencyQuery) 
 	}
 	where, args := idempotencyWhere(q)
 	var n int64
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM `+s.t.idempotency+` WHERE `+where, args...).Scan(&n); err != nil {
+	if err := s.again(ctx, func() error {
+		return s.pool.QueryRow(ctx, `SELECT count(*) FROM `+s.t.idempotency+` WHERE `+where, args...).Scan(&n)
+	}); err != nil {
 		return 0, fmt.Errorf("postgres: count idempotency: %w", err)
 	}
 	return n, nil
