@@ -164,6 +164,11 @@ without a winner is also said on stderr), 2 on usage errors.`,
 				}
 				runDir = supervise.RunDirIn(workspace, runID)
 			}
+			if resume {
+				if err := resumableRunDir(runDir, journal.inStore); err != nil {
+					return err
+				}
+			}
 			if resume && !cmd.Flags().Changed("task") {
 				// A resumed graph run keeps its journaled task.
 				where := supervise.Options{RunDir: runDir, RunID: runID}

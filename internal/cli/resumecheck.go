@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
+	"os"
 	"strconv"
 	"strings"
 
@@ -14,6 +15,27 @@ import (
 	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/supervise"
 )
+
+// resumableRunDir refuses a --resume whose run dir (the journal's home
+// unless the journal is in the store, which another machine may resume
+// from without the dir) does not exist: no earlier run is there, and
+// starting a new one there would spend again what the run the user meant
+// already spent. A dir that exists but holds no journal yet stays
+// resumable: a process killed before its first record leaves one
+// (RES-03), and --resume then starts the run.
+func resumableRunDir(runDir string, journalInStore bool) error {
+	if journalInStore {
+		return nil
+	}
+	info, err := os.Stat(runDir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return usage("--resume: the run dir %s does not exist, so there is no run to continue: check --run-dir (or --run-id and --workspace), or drop --resume to start a new run", runDir)
+	case err == nil && !info.IsDir():
+		return usage("--resume: the run dir %s is not a directory, so there is no run to continue: check --run-dir (or --run-id and --workspace)", runDir)
+	}
+	return nil
+}
 
 // journaledStart is the run-started record of the run a --resume
 // continues, read where the run's journal is (o's RunDir, or its
