@@ -21,14 +21,14 @@ import (
 func newGraphCmd(stdio IO, open providerOpener) *cobra.Command {
 	var sf storeFlags
 	var asJSON, resume bool
-	var task, providerName, scriptPath, managerScript, baseURL, openaiAPI, expect, runDir, runID, directivesPath, analystsPath, workspace string
-	var timeout time.Duration
+	var task, providerName, scriptPath, managerScript, baseURL, openaiAPI, expect, checkCmd, runDir, runID, directivesPath, analystsPath, workspace string
+	var timeout, checkTimeout time.Duration
 	var analystFlags analystModelFlags
 	var workerFlags workerProviderFlags
 	var seatsPath string
 	var journal storeJournalFlags
 	cmd := &cobra.Command{
-		Use: "graph FILE --task TEXT [--directives FILE] [--run-dir DIR [--resume]]",
+		Use: "graph FILE --task TEXT [--expect TEXT] [--check-cmd CMD] [--directives FILE] [--run-dir DIR [--resume]]",
 		Example: `  # From the repository's root, offline: a driver delegating to a coder, a
   # critic analyzing it, with built-in directives; the run to .agent/supervisor/review-1
   agentrt graph examples/graph/review.json --task "Add a --dry-run flag to the importer." --run-id review-1
@@ -60,7 +60,10 @@ delegates once along each of the root's delegates edges and awaits). The
 workers run on --provider, or on --worker-provider PROVIDER (all of them)
 and --worker-provider NODE=PROVIDER (one node); --worker-base-url is the
 endpoint of a worker provider that is not --provider. The deliverable is a
-result that contains --expect TEXT (without --expect: one that is not empty).
+result that contains --expect TEXT and, when --check-cmd CMD is given, for
+which CMD (run by /bin/sh with the result on stdin, within --check-timeout)
+exits 0; with neither, one that is not empty. (The spec's graph deliverable
+is a check function: a graph file holds none.)
 
 The run's directory is --run-dir DIR, by default
 WORKSPACE/.agent/supervisor/RUN-ID (--workspace, the current directory by
@@ -102,6 +105,15 @@ without a winner is also said on stderr), 2 on usage errors.`,
 			if err := timeoutFlag(timeout, resume); err != nil {
 				return err
 			}
+			switch {
+			case cmd.Flags().Changed("check-cmd") && strings.TrimSpace(checkCmd) == "":
+				return usage("--check-cmd is empty: give the shell command that judges a result, or leave the flag out")
+			case checkTimeout <= 0:
+				return usage("--check-timeout must be positive")
+			}
+			if err := checkCommandFound(ctx, checkCmd); err != nil {
+				return err
+			}
 			if err := checkOperatorRun(cmd, task, expect, runID); err != nil {
 				return err
 			}
@@ -119,7 +131,7 @@ without a winner is also said on stderr), 2 on usage errors.`,
 			if err := graphAdmitsAWorker(&g); err != nil {
 				return &exitError{code: ExitFailed, err: err}
 			}
-			g.Deliverable = expectDeliverable(expect)
+			g.Deliverable = deliverableOf(expect, checkCmd, checkTimeout)
 			reg, err := graphRegistry(stdio, directivesPath)
 			if err != nil {
 				return err
@@ -306,6 +318,8 @@ without a winner is also said on stderr), 2 on usage errors.`,
 	f.StringVar(&scriptPath, "script", "", "script for the workers' scripted provider (default: answer every task)")
 	f.StringVar(&managerScript, "manager-script", "", "script of the root's scripted model (see agentrt supervise --help)")
 	f.StringVar(&expect, "expect", "", "deliver only a result that contains this text")
+	f.StringVar(&checkCmd, "check-cmd", "", "deliver only a result for which this shell command, given the result on stdin, exits 0 (a first word /bin/sh cannot find is refused before the run)")
+	f.DurationVar(&checkTimeout, "check-timeout", 2*time.Minute, "how long --check-cmd may run before the result counts as not judged")
 	f.StringVar(&runDir, "run-dir", "", "directory of the run's journal and logs (default: WORKSPACE/.agent/supervisor/RUN-ID)")
 	f.StringVar(&workspace, "workspace", ".", "workspace root of the default run directory")
 	f.BoolVar(&resume, "resume", false, "continue the graph run journaled in --run-dir (or the --run-id's directory)")
@@ -455,10 +469,18 @@ func graphAdmitsAWorker(g *graph.Graph) error {
 // of a graph's members (a profile or a script given by mistake), what a
 // graph file is and where one is: the error alone names the first
 // unknown member only.
+//
+// A graph with §3.7's deliverable member is told where the check goes:
+// the deliverable is a check function, code a JSON file cannot hold, so
+// agentrt graph takes it from --expect and --check-cmd.
 func notAGraphHint(name string, data []byte, err error) error {
 	var top map[string]json.RawMessage
 	if json.Unmarshal(data, &top) != nil {
 		return err
+	}
+	var ve *graph.ValidationError
+	if errors.As(err, &ve) && ve.Path == "deliverable" {
+		return fmt.Errorf("%w: %s: a graph file holds no deliverable, since its check is code, not data: remove the member and give the check as --expect TEXT and/or --check-cmd CMD", err, name)
 	}
 	for _, k := range []string{"nodes", "edges", "budget"} {
 		if _, ok := top[k]; ok {
