@@ -177,7 +177,9 @@ without a winner is also said on stderr), 2 on usage errors.`,
 				runDir = supervise.RunDirIn(workspace, runID)
 			}
 			if resume {
-				if err := resumableRunDir(runDir, journal.inStore); err != nil {
+				where := supervise.Options{RunDir: runDir, RunID: runID}
+				journal.apply(&where, s)
+				if err := resumableRunDir(ctx, where); err != nil {
 					return err
 				}
 			}

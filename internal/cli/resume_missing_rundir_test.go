@@ -47,6 +47,15 @@ func TestResumeOfAMissingRunDirIsRefused(t *testing.T) {
 		"graph --run-id": func(_, ws, db string) []string {
 			return []string{"graph", reviewGraph, "--directives", directives, "--task", "x", "--workspace", ws, "--run-id", "no-such-run", "--resume", "--db", db, "--json"}
 		},
+		// A journal kept in the store is resumed from any machine, where
+		// the run dir need not exist; a run id the store does not hold
+		// either names no run.
+		"supervise --journal-in-store": func(_, ws, db string) []string {
+			return []string{"supervise", supManager, "--task", "x", "--worker", noteWriter, "--workspace", ws, "--run-id", "no-such-run", "--journal-in-store", "--resume", "--db", db, "--json"}
+		},
+		"graph --journal-in-store": func(_, ws, db string) []string {
+			return []string{"graph", reviewGraph, "--directives", directives, "--task", "x", "--workspace", ws, "--run-id", "no-such-run", "--journal-in-store", "--resume", "--db", db, "--json"}
+		},
 	}
 	for name, args := range cases {
 		t.Run(name, func(t *testing.T) {

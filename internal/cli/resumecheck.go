@@ -16,25 +16,29 @@ import (
 	"github.com/agentrt/agentrt/supervise"
 )
 
-// resumableRunDir refuses a --resume whose run dir (the journal's home
-// unless the journal is in the store, which another machine may resume
-// from without the dir) does not exist: no earlier run is there, and
-// starting a new one there would spend again what the run the user meant
-// already spent. A dir that exists but holds no journal yet stays
-// resumable: a process killed before its first record leaves one
-// (RES-03), and --resume then starts the run.
-func resumableRunDir(runDir string, journalInStore bool) error {
-	if journalInStore {
+// resumableRunDir refuses a --resume of where (its RunDir, RunID and
+// SpawnStore) when there is no run to continue: the run dir does not
+// exist and no journal of the run is in the store either. Starting a
+// new run there would spend again what the run the user meant (a
+// mistyped --run-dir or --run-id) already spent. A run dir that exists
+// without a journal yet stays resumable: a process killed before its
+// first record leaves one (RES-03), and --resume then starts the run;
+// so does a journal in the store resumed on a machine without the dir.
+func resumableRunDir(ctx context.Context, where supervise.Options) error {
+	info, err := os.Stat(where.RunDir)
+	switch {
+	case err == nil && !info.IsDir():
+		return usage("--resume: the run dir %s is not a directory, so there is no run to continue: check --run-dir (or --run-id and --workspace)", where.RunDir)
+	case !errors.Is(err, fs.ErrNotExist):
 		return nil
 	}
-	info, err := os.Stat(runDir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return usage("--resume: the run dir %s does not exist, so there is no run to continue: check --run-dir (or --run-id and --workspace), or drop --resume to start a new run", runDir)
-	case err == nil && !info.IsDir():
-		return usage("--resume: the run dir %s is not a directory, so there is no run to continue: check --run-dir (or --run-id and --workspace)", runDir)
+	if where.SpawnStore != nil {
+		if _, err := supervise.ReadRunStarted(ctx, where); !errors.Is(err, fs.ErrNotExist) {
+			return nil // the store holds the run's journal (or says why not)
+		}
+		return usage("--resume: the run dir %s does not exist and the store holds no journal of run %q, so there is no run to continue: check --run-id (or --run-dir), or drop --resume to start a new run", where.RunDir, where.RunID)
 	}
-	return nil
+	return usage("--resume: the run dir %s does not exist, so there is no run to continue: check --run-dir (or --run-id and --workspace), or drop --resume to start a new run", where.RunDir)
 }
 
 // journaledStart is the run-started record of the run a --resume

@@ -292,11 +292,11 @@ none or its journal lost part of it, 2 on usage errors.`,
 			// match it (supervise refuses it otherwise).
 			var started *supervise.Record
 			if resume {
-				if err := resumableRunDir(runDir, journal.inStore); err != nil {
-					return err
-				}
 				where := supervise.Options{RunDir: runDir, RunID: runID}
 				journal.apply(&where, s)
+				if err := resumableRunDir(ctx, where); err != nil {
+					return err
+				}
 				if started, err = journaledStart(ctx, where); err != nil {
 					return err
 				}
