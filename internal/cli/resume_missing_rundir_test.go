@@ -71,3 +71,48 @@ func TestResumeOfAMissingRunDirIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// A --resume aimed at a directory that exists but holds nothing of a run
+// (a project directory, a typo that happens to exist) is refused as a
+// missing one is, instead of starting a new run and writing its journal
+// among the directory's files. A directory with a run's traces but no
+// journal yet (a process killed between creating blobs/ and its lock)
+// is still resumed: TestSuperviseResumeOfAnUnstartedRunStartsIt. RES-03.
+func TestResumeOfADirectoryHoldingNoRunIsRefused(t *testing.T) {
+	t.Parallel()
+	for _, command := range []string{"supervise", "graph"} {
+		t.Run(command, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "README.md"), []byte("my project\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			args := []string{"supervise", supManager, "--worker", noteWriter}
+			if command == "graph" {
+				args = []string{"graph", reviewGraph, "--directives", directives}
+			}
+			args = append(args, "--task", "x", "--run-dir", dir, "--resume", "--db", filepath.Join(t.TempDir(), "runs.db"), "--json")
+			out, errOut, code := run(t, "", args...)
+			refusedAsUsage(t, out, errOut, code, dir, "holds no run", "drop --resume")
+			entries, err := os.ReadDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(entries) != 1 {
+				t.Errorf("the refused resume wrote into %s: %d entries", dir, len(entries))
+			}
+		})
+	}
+	t.Run("only blobs", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		if err := os.Mkdir(filepath.Join(dir, "blobs"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		out, errOut, code := run(t, "", "supervise", supManager, "--worker", noteWriter, "--task", "x", "--run-dir", dir, "--resume",
+			"--db", filepath.Join(t.TempDir(), "runs.db"), "--json")
+		if code != 0 {
+			t.Fatalf("exit %d, want 0: a run dir with blobs/ and no journal is a run killed before its first record\n%s%s", code, out, errOut)
+		}
+	})
+}
