@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/store"
 	"github.com/agentrt/agentrt/supervise"
 )
 
@@ -443,6 +444,12 @@ func journaled(ctx context.Context, so supervise.Options) iter.Seq2[supervise.Re
 		}
 		for after := ""; ; {
 			recs, next, err := supervise.ReadStoreSpawnLog(ctx, so.SpawnStore, so.RunID, after)
+			if after == "" && errors.Is(err, store.ErrNotFound) {
+				// No run in the store: a process stopped before it
+				// created the run's journal, a new run, as a run dir
+				// without a journal file is.
+				return
+			}
 			if err != nil {
 				yield(supervise.Record{}, err)
 				return

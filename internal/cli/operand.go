@@ -87,14 +87,20 @@ func checkRunID(what, v string) error {
 }
 
 // checkOperatorRun checks the text agentrt supervise and agentrt graph
-// journal before anything runs: --task and --expect (checkText), and a
-// given --run-id (checkRunID; given empty, checkGivenNotEmpty).
+// journal before anything runs: --task and --expect (checkText; a given
+// --expect that is empty passes everything and is refused), and a given
+// --run-id (checkRunID; given empty, checkGivenNotEmpty).
 func checkOperatorRun(cmd *cobra.Command, task, expect, runID string) error {
 	if err := checkTexts("--task", task, "--expect", expect); err != nil {
 		return err
 	}
 	if err := checkGivenNotEmpty(cmd, "run-id"); err != nil {
 		return err
+	}
+	if cmd.Flags().Changed("expect") && expect == "" {
+		// Every result contains the empty text: the check would pass
+		// whatever a worker returned (--check-cmd "" is refused alike).
+		return usage("--expect is empty, and every result contains the empty text: give the text a delivered result must contain, or leave the flag out (a result is then delivered when it is not empty)")
 	}
 	if runID != "" {
 		return checkRunID("--run-id", runID)

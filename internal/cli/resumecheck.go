@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
+	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -14,6 +16,50 @@ import (
 	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/supervise"
 )
+
+// resumableRunDir refuses a --resume of where (its RunDir, RunID and
+// SpawnStore) when there is no run to continue: the run dir does not
+// exist, or holds files but nothing of a run (none of runDirMarkers, no
+// blobs/), and no journal of the run is in the store either. Starting a
+// new run there would spend again what the run the user meant (a
+// mistyped --run-dir or --run-id) already spent, and write the journal
+// among another directory's files. A run dir that is empty or holds a
+// run's traces without a journal yet stays resumable: a process killed
+// before its first record leaves one (RES-03), and --resume then starts
+// the run; so does a journal in the store resumed on a machine without
+// the dir.
+func resumableRunDir(ctx context.Context, where supervise.Options) error {
+	dir := where.RunDir
+	info, err := os.Stat(dir)
+	const what = "check --run-dir (or --run-id and --workspace), or drop --resume to start a new run"
+	var why string
+	switch {
+	case err == nil && !info.IsDir():
+		return usage("--resume: the run dir %s is not a directory, so there is no run to continue: check --run-dir (or --run-id and --workspace)", dir)
+	case errors.Is(err, fs.ErrNotExist):
+		why = "the run dir " + dir + " does not exist"
+	case err != nil:
+		return nil // the run says why it cannot use the dir
+	default:
+		entries, err := os.ReadDir(dir)
+		if err != nil || len(entries) == 0 {
+			return nil
+		}
+		for _, e := range entries {
+			if e.Name() == supervise.BlobsDir || slices.Contains(runDirMarkers, e.Name()) {
+				return nil
+			}
+		}
+		why = dir + " holds no run (no journal, state or lock of one)"
+	}
+	if where.SpawnStore != nil {
+		if _, err := supervise.ReadRunStarted(ctx, where); !errors.Is(err, fs.ErrNotExist) {
+			return nil // the store holds the run's journal (or says why not)
+		}
+		why += fmt.Sprintf(" and the store holds no journal of run %q", where.RunID)
+	}
+	return usage("--resume: %s, so there is no run to continue: %s", why, what)
+}
 
 // journaledStart is the run-started record of the run a --resume
 // continues, read where the run's journal is (o's RunDir, or its
