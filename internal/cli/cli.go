@@ -30,7 +30,15 @@ const (
 type IO struct {
 	In       io.Reader
 	Out, Err io.Writer
+	// stdin, set for a command line's run (mainWith), records that a
+	// file argument "-" already read In (readInput): a second one would
+	// read nothing and be judged as an empty file.
+	stdin *stdinUse
 }
+
+// stdinUse is whether a command line's standard input was read as a
+// file argument "-".
+type stdinUse struct{ read bool }
 
 // exitError carries an exit code out of a command. A nil err means the
 // command already reported what went wrong.
@@ -76,7 +84,7 @@ func mainWith(ctx context.Context, args []string, stdio IO, open providerOpener)
 	out, errw := newHumanWriter(stdio.Out), newHumanWriter(stdio.Err)
 	defer errw.esc.Flush()
 	defer out.esc.Flush()
-	stdio = IO{In: stdio.In, Out: out, Err: errw}
+	stdio = IO{In: stdio.In, Out: out, Err: errw, stdin: &stdinUse{}}
 	root := newRoot(stdio, open)
 	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) {
 		if f := cmd.Flags().Lookup("json"); f != nil && f.Value.String() == "true" {
@@ -248,8 +256,17 @@ func requireCommands(c *cobra.Command) {
 // readable, larger than maxInputLen) is a usage error, exit 2, whose message names the
 // file and what to do; a file that reads but whose content is refused is
 // the command's to judge (exit 1).
+//
+// Standard input is read once: a second "-" of the same command line is
+// a usage error, not an empty file.
 func readInput(stdio IO, path string) ([]byte, error) {
 	if path == "-" {
+		if u := stdio.stdin; u != nil {
+			if u.read {
+				return nil, usage("- names standard input for a second file, and it was already read for the first: give at most one file as -, the others by name")
+			}
+			u.read = true
+		}
 		return readCapped(stdio.In, path)
 	}
 	return readFile(path)
