@@ -553,8 +553,14 @@ func (c *Coordinator) decide(a AnswerArgs) (AnswerResult, *Decision, NodeID, fun
 		return AnswerResult{QuestionID: q.ID, Delivered: true, Status: q.Status, Replayed: true}, nil, q.From, nil, nil
 	case q.decision != nil:
 		return AnswerResult{}, nil, "", nil, &VerbRefusal{Code: "already-decided", Reason: "question " + q.ID + " is " + q.Status}
-	case a.EscalateTo != "" && (c.parent == nil || a.EscalateTo != "parent" || q.waiterLocked() == nil):
+	case a.EscalateTo != "" && (c.parent == nil || a.EscalateTo != "parent"):
 		return AnswerResult{QuestionID: q.ID, Status: "no-parent"}, nil, q.From, nil, nil
+	case a.EscalateTo != "" && q.waiterLocked() == nil:
+		// A nested manager has a parent; nobody waits for this
+		// question's decision any more (its asker ended, as an earlier
+		// process's asker did): nothing is escalated, as an answer to it
+		// delivers nothing.
+		return AnswerResult{QuestionID: q.ID, Status: q.Status}, nil, q.From, nil, nil
 	case a.EscalateTo != "":
 		// A nested manager escalates to its parent manager: the question
 		// is asked there, and the decision made there reaches the asker.
