@@ -158,6 +158,13 @@ type question struct {
 	// chain to the asker waiting at its bottom (waiterLocked), so it is
 	// delivered exactly when that asker still waits.
 	down *question
+	// escalatedAs, on an earlier process's question a nested manager
+	// escalated to its parent manager, is the question it was asked as
+	// there, and escalation the decision that escalated it
+	// (replayQuestions): re-offered on resume (reofferAsked), the
+	// question is open again up there, linked down to its asker.
+	escalatedAs *question
+	escalation  *Decision
 	// journaled is closed once this process's append of the question's
 	// record returned (written or recorded lost); nil for an earlier
 	// process's question. A decision is journaled only after it, so the

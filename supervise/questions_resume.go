@@ -22,8 +22,31 @@ func (c *Coordinator) replayQuestions(ctx context.Context, prior []Record) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	byID := map[string]*question{}
+	claimed := map[*question]bool{} // escalated copies linked to their origin
 	for _, r := range recs {
 		switch {
+		case r.Kind == CoordDecision && r.Decision != nil && !r.Delivered && r.Decision.Kind == "escalate" && r.Decision.EscalateTo == "parent":
+			// A nested manager escalated the question to its parent
+			// manager: the question asked there was journaled just
+			// before this decision (decide's then), from the same asker
+			// with the same text. It is linked, so a resumed run whose
+			// asker still waits re-opens it there (reofferAsked).
+			q := byID[r.QuestionID]
+			if q == nil || q.To == "" || q.escalatedAs != nil {
+				continue
+			}
+			up, ok := q.to.Parent()
+			if !ok {
+				continue
+			}
+			for i := len(c.questions) - 1; i >= 0; i-- {
+				x := c.questions[i]
+				if x != q && x.earlier && !claimed[x] && x.to == up && x.From == q.From && x.Question.Question == q.Question.Question {
+					d := *r.Decision
+					q.escalatedAs, q.escalation, claimed[x] = x, &d, true
+					break
+				}
+			}
 		case r.Kind == CoordQuestion && r.Question != nil:
 			// Every record counts, even one repeating an id (an older
 			// process's), so new ids come after all of them.
@@ -200,11 +223,16 @@ func (c *Coordinator) reofferAsked() {
 	}
 	waiting := undecided(msgs, asked)
 	p := c.parent
-	taken := map[string]bool{}
-	if _, took, _, err := p.recordedTranscript(); err == nil {
-		for _, t := range took {
-			if t.Kind == EventQuestion && t.QuestionID != "" {
-				taken[t.QuestionID] = true
+	// The questions each manager above c took in its journaled
+	// conversation: a question re-opened there is not queued again.
+	taken := map[NodeID]map[string]bool{}
+	for m := p; m != nil; m = m.parent {
+		taken[m.self] = map[string]bool{}
+		if _, took, _, err := m.recordedTranscript(); err == nil {
+			for _, t := range took {
+				if t.Kind == EventQuestion && t.QuestionID != "" {
+					taken[m.self][t.QuestionID] = true
+				}
 			}
 		}
 	}
@@ -223,15 +251,30 @@ func (c *Coordinator) reofferAsked() {
 		if !q.earlier || q.reply != nil || q.to != p.self || q.From != c.self || !waiting[q.ID] {
 			continue
 		}
-		if q.decision != nil {
-			again = append(again, decisionText(q.ID, *q.decision))
+		// Escalated up the managers before: the question open again is
+		// the one at the top of that chain, linked down to q, whose
+		// decision reaches c as askUp's does.
+		top := q
+		for top.decision == nil && top.escalatedAs != nil {
+			u := top.escalatedAs
+			top.decision, top.Status, top.upstream, top.up, u.down = top.escalation, "escalated", true, u, top
+			top = u
+		}
+		if top.decision != nil {
+			if top != q {
+				for x := q; x != top; x = x.up {
+					x.upstream = false // decided up there
+				}
+			}
+			again = append(again, decisionText(q.ID, *top.decision))
 			continue
 		}
-		q.Status, q.reply = "open", make(chan Decision, 1)
+		q.reply = make(chan Decision, 1)
+		top.Status = "open"
 		opened = append(opened, open{q, q.reply})
-		if !taken[q.ID] {
-			qq := q.Question
-			p.pushLocked(Event{Kind: EventQuestion, WorkerID: q.From, Question: &qq})
+		if at := c.viewOfLocked(top.to); !taken[at.self][top.ID] {
+			qq := top.Question
+			at.pushLocked(Event{Kind: EventQuestion, WorkerID: top.From, Question: &qq})
 		}
 	}
 	c.mu.Unlock()
@@ -248,10 +291,10 @@ func (c *Coordinator) reofferAsked() {
 			case d := <-o.reply:
 				in.post(context.WithoutCancel(ctx), decisionText(o.q.ID, d), "")
 			case <-ctx.Done():
+				// Nobody waits for the decision now, here or where the
+				// question was escalated.
 				c.mu.Lock()
-				if o.q.decision == nil {
-					o.q.Status, o.q.reply = "expired", nil
-				}
+				abandonLocked(o.q)
 				c.mu.Unlock()
 			}
 		}()
