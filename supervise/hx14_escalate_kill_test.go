@@ -264,6 +264,14 @@ func TestHX14EscalatedQuestionAcrossKill(t *testing.T) {
 			if len(rec.rootEarlier) != 1 || rec.rootEarlier[0].Status != wantEarlier {
 				t.Errorf("the resumed root lists its earlier questions %+v, want the escalated one %s", rec.rootEarlier, wantEarlier)
 			}
+			// The lead's question, escalated: expired when nothing
+			// decided it upstream (its asker ended), escalated — as the
+			// killed process listed it — once the root's answer reached
+			// the asker.
+			wantLead := map[string]string{"before": "expired", "after": "escalated"}[phase]
+			if len(rec.leadEarlier) != 1 || rec.leadEarlier[0].Status != wantLead {
+				t.Errorf("the resumed lead lists its earlier questions %+v, want the escalated one %s", rec.leadEarlier, wantLead)
+			}
 			if strings.Contains(rec.rootOldAnswer, "delivered=true") {
 				t.Errorf("answering the earlier escalated question again: %s, want nothing delivered (its asker ended)", rec.rootOldAnswer)
 			}

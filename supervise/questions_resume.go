@@ -22,7 +22,7 @@ func (c *Coordinator) replayQuestions(ctx context.Context, prior []Record) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	byID := map[string]*question{}
-	claimed := map[*question]bool{} // escalated copies linked to their origin
+	claimedBy := map[*question]*question{} // an escalated copy's origin
 	for _, r := range recs {
 		switch {
 		case r.Kind == CoordDecision && r.Decision != nil && !r.Delivered && r.Decision.Kind == "escalate" && r.Decision.EscalateTo == "parent":
@@ -41,9 +41,9 @@ func (c *Coordinator) replayQuestions(ctx context.Context, prior []Record) {
 			}
 			for i := len(c.questions) - 1; i >= 0; i-- {
 				x := c.questions[i]
-				if x != q && x.earlier && !claimed[x] && x.to == up && x.From == q.From && x.Question.Question == q.Question.Question {
+				if x != q && x.earlier && claimedBy[x] == nil && x.to == up && x.From == q.From && x.Question.Question == q.Question.Question {
 					d := *r.Decision
-					q.escalatedAs, q.escalation, claimed[x] = x, &d, true
+					q.escalatedAs, q.escalation, claimedBy[x] = x, &d, q
 					break
 				}
 			}
@@ -69,6 +69,12 @@ func (c *Coordinator) replayQuestions(ctx context.Context, prior []Record) {
 				q.Status = "answered"
 			case "defer":
 				q.Status = "deferred"
+			}
+			// Decided where it was escalated to, and delivered: each
+			// question it was escalated from is listed escalated, as it
+			// was, not expired.
+			for o := claimedBy[q]; o != nil && o.decision == nil; o = claimedBy[o] {
+				o.decision, o.Status = o.escalation, "escalated"
 			}
 		case r.Kind == CoordFinding && r.Finding != nil && r.Finding.Outcome == FindingDetected:
 			// An online finding an earlier process raised: it counts
@@ -255,7 +261,7 @@ func (c *Coordinator) reofferAsked() {
 		// the one at the top of that chain, linked down to q, whose
 		// decision reaches c as askUp's does.
 		top := q
-		for top.decision == nil && top.escalatedAs != nil {
+		for top.escalatedAs != nil && (top.decision == nil || top.decision == top.escalation) {
 			u := top.escalatedAs
 			top.decision, top.Status, top.upstream, top.up, u.down = top.escalation, "escalated", true, u, top
 			top = u
