@@ -1,9 +1,7 @@
 package supervise_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -17,8 +15,11 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/internal/pgtest"
+	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/providers/scripted"
+	"github.com/agentrt/agentrt/store"
 	"github.com/agentrt/agentrt/supervise"
 )
 
@@ -31,25 +32,26 @@ const hx14ThreeEnv = "AGENTRT_HX14_THREE_LEVEL_CHILD"
 // waiting for a question); the sub-lead records the decisions its
 // inbox brought.
 type hx14Gate struct {
-	answeredOnce sync.Once
-	answered     chan struct{}
-	mu           sync.Mutex
-	subSaw       []string
-	rootEarlier  []supervise.Question
-	rootGot      string // the question the resumed root's await returned, "" when none
-	rootAnswer   supervise.AnswerResult
-	rootFinal    []supervise.Question
-	rootStop     string
+	answeredOnce, escalatedOnce sync.Once
+	answered, escalated         chan struct{}
+	mu                          sync.Mutex
+	subSaw                      []string
+	rootEarlier                 []supervise.Question
+	rootGot                     string // the question the resumed root's await returned, "" when none
+	rootAnswer                  supervise.AnswerResult
+	rootFinal                   []supervise.Question
+	rootStop                    string
 }
 
 func (g *hx14Gate) closeAnswered() { g.answeredOnce.Do(func() { close(g.answered) }) }
 
 // hx14LeadModel is the middle manager: it spawns the sub-lead, awaits
 // its question, escalates it to the root, and awaits the sub-lead's
-// settlement.
-type hx14LeadModel struct{}
+// settlement. Its turn after the escalation (whose result is journaled
+// by then) closes g.escalated.
+type hx14LeadModel struct{ g *hx14Gate }
 
-func (hx14LeadModel) Turn(ctx context.Context, msgs []contract.ChatMessage, _ []contract.Tool) iter.Seq2[contract.ChatEvent, error] {
+func (l hx14LeadModel) Turn(ctx context.Context, msgs []contract.ChatMessage, _ []contract.Tool) iter.Seq2[contract.ChatEvent, error] {
 	name, result := lastCall(msgs)
 	return func(yield func(contract.ChatEvent, error) bool) {
 		var ev contract.ChatEvent
@@ -70,6 +72,7 @@ func (hx14LeadModel) Turn(ctx context.Context, msgs []contract.ChatMessage, _ []
 				ev = scripted.Text("lead: no question came")
 			}
 		case supervise.VerbAnswerQuestion:
+			l.g.escalatedOnce.Do(func() { close(l.g.escalated) })
 			ev = call("l4", supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"settled"}, "timeoutMs": 60000})
 		default:
 			ev = scripted.Text("lead: done")
@@ -129,7 +132,7 @@ func (s hx14SubModel) Turn(ctx context.Context, msgs []contract.ChatMessage, _ [
 // (router brain, hx14SubModel). kill, when set, is called by the root
 // once the lead's escalation is journaled in its conversation and the
 // root holds the escalated question unanswered.
-func hx14ThreeOptions(dir, phase string, g *hx14Gate, kill func()) (supervise.Options, *profile.Profile, error) {
+func hx14ThreeOptions(dir, phase string, st store.Store, g *hx14Gate, kill func()) (supervise.Options, *profile.Profile, error) {
 	ex := supervise.ExecutorFunc(func(context.Context, supervise.Work) (supervise.WorkResult, error) {
 		return supervise.WorkResult{}, errors.New("no plain worker runs in this tree")
 	})
@@ -150,8 +153,11 @@ func hx14ThreeOptions(dir, phase string, g *hx14Gate, kill func()) (supervise.Op
 		manager = p
 	}
 	delete(o.Profiles, "manager")
+	if st != nil {
+		o.SpawnStore, o.SpawnLeaseTTL = st, kernel.MinLeaseTTL
+	}
 	o.ManagerBrain = func(p *profile.Profile) supervise.Brain {
-		var m contract.ChatModel = hx14LeadModel{}
+		var m contract.ChatModel = hx14LeadModel{g}
 		if p.Name != nil && *p.Name == "sub" {
 			m = hx14SubModel{g}
 		}
@@ -173,7 +179,7 @@ func hx14ThreeOptions(dir, phase string, g *hx14Gate, kill func()) (supervise.Op
 			if err != nil {
 				return supervise.BrainReport{}, err
 			}
-			if err := pollLeadEscalated(ctx, dir, lead.WorkerID); err != nil {
+			if err := wait(ctx, g.escalated); err != nil {
 				return supervise.BrainReport{}, err
 			}
 			if phase == "after" {
@@ -216,32 +222,6 @@ func hx14ThreeOptions(dir, phase string, g *hx14Gate, kill func()) (supervise.Op
 	return o, manager, nil
 }
 
-// pollLeadEscalated waits (bounded) until the spawn journal in dir holds
-// lead's answer_question result (queued-for-parent) in its conversation.
-func pollLeadEscalated(ctx context.Context, dir string, lead supervise.NodeID) error {
-	deadline := time.Now().Add(waitLimit)
-	for time.Now().Before(deadline) {
-		data, _ := os.ReadFile(filepath.Join(dir, supervise.SpawnJournalFile))
-		for _, line := range bytes.SplitAfter(data, []byte("\n")) {
-			var r supervise.Record
-			if json.Unmarshal(line, &r) != nil || r.Kind != supervise.KindTranscript || r.Node != lead {
-				continue
-			}
-			for _, m := range r.Messages {
-				if m.Role == contract.ChatTool && m.Content != nil && strings.Contains(*m.Content, "queued-for-parent") {
-					return nil
-				}
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	return errors.New("the lead's escalation was never journaled")
-}
-
 // hx14ThreeChildFromEnv runs the child when hx14ThreeEnv is set.
 func hx14ThreeChildFromEnv() (bool, error) {
 	phase := os.Getenv(hx14ThreeEnv)
@@ -252,8 +232,13 @@ func hx14ThreeChildFromEnv() (bool, error) {
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {}
 	}
-	g := &hx14Gate{answered: make(chan struct{})}
-	o, manager, err := hx14ThreeOptions(os.Getenv(childDir), phase, g, kill)
+	g := &hx14Gate{answered: make(chan struct{}), escalated: make(chan struct{})}
+	st, closeStore, err := openJournalStore(context.Background(), os.Getenv(finishedJournal))
+	if err != nil {
+		return true, err
+	}
+	defer closeStore()
+	o, manager, err := hx14ThreeOptions(os.Getenv(childDir), phase, st, g, kill)
 	if err != nil {
 		return true, err
 	}
@@ -274,17 +259,27 @@ func hx14ThreeChildFromEnv() (bool, error) {
 // the root's answer must reach the sub-lead exactly once (§3.6
 // "Questions", "Persistence & resume").
 func TestHX14ThreeLevelEscalationAcrossKill(t *testing.T) {
-	for _, phase := range []string{"before", "after"} {
-		t.Run(phase, func(t *testing.T) { hx14ThreeLevel(t, phase) })
+	journals := []struct {
+		name string
+		spec func(t *testing.T) string
+	}{
+		{"file", func(*testing.T) string { return "file" }},
+		{"sqlite", func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "runs.db") }},
+		{"postgres", func(t *testing.T) string { return "postgres:" + pgtest.Schema(t) }},
+	}
+	for _, j := range journals {
+		for _, phase := range []string{"before", "after"} {
+			t.Run(j.name+"/"+phase, func(t *testing.T) { hx14ThreeLevel(t, phase, j.spec(t)) })
+		}
 	}
 }
 
-func hx14ThreeLevel(t *testing.T, phase string) {
+func hx14ThreeLevel(t *testing.T, phase, spec string) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), hx14ThreeEnv+"="+phase, childDir+"="+dir)
+	cmd.Env = append(os.Environ(), hx14ThreeEnv+"="+phase, childDir+"="+dir, finishedJournal+"="+spec)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	err := cmd.Run()
@@ -292,8 +287,13 @@ func hx14ThreeLevel(t *testing.T, phase string) {
 	if !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
 		t.Fatalf("the child was not killed (%v); stderr:\n%s", err, stderr.String())
 	}
-	g := &hx14Gate{answered: make(chan struct{})}
-	o, manager, err := hx14ThreeOptions(dir, phase, g, nil)
+	g := &hx14Gate{answered: make(chan struct{}), escalated: make(chan struct{})}
+	st, closeStore, err := openJournalStore(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeStore()
+	o, manager, err := hx14ThreeOptions(dir, phase, st, g, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,31 +22,15 @@ func (c *Coordinator) replayQuestions(ctx context.Context, prior []Record) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	byID := map[string]*question{}
-	claimedBy := map[*question]*question{} // an escalated copy's origin
+	// escalations holds the decisions by which nested managers
+	// escalated questions to their parent managers, by question id.
+	escalations := map[string]Decision{}
+	var asked []*question // this replay's questions, in journal order
 	for _, r := range recs {
 		switch {
-		case r.Kind == CoordDecision && r.Decision != nil && !r.Delivered && r.Decision.Kind == "escalate" && r.Decision.EscalateTo == "parent":
-			// A nested manager escalated the question to its parent
-			// manager: the question asked there was journaled just
-			// before this decision (decide's then), from the same asker
-			// with the same text. It is linked, so a resumed run whose
-			// asker still waits re-opens it there (reofferAsked).
-			q := byID[r.QuestionID]
-			if q == nil || q.To == "" || q.escalatedAs != nil {
-				continue
-			}
-			up, ok := q.to.Parent()
-			if !ok {
-				continue
-			}
-			for i := len(c.questions) - 1; i >= 0; i-- {
-				x := c.questions[i]
-				if x != q && x.earlier && claimedBy[x] == nil && x.to == up && x.From == q.From && x.Question.Question == q.Question.Question {
-					d := *r.Decision
-					q.escalatedAs, q.escalation, claimedBy[x] = x, &d, q
-					break
-				}
-			}
+		case r.Kind == CoordDecision && r.Decision != nil && !r.Delivered && r.Decision.Kind == "escalate":
+			// Linked below (linkEscalatedLocked).
+			escalations[r.QuestionID] = *r.Decision
 		case r.Kind == CoordQuestion && r.Question != nil:
 			// Every record counts, even one repeating an id (an older
 			// process's), so new ids come after all of them.
@@ -56,6 +40,7 @@ func (c *Coordinator) replayQuestions(ctx context.Context, prior []Record) {
 			}
 			q.Status = "expired"
 			byID[q.ID] = q
+			asked = append(asked, q)
 			c.appendQuestionLocked(q)
 		case r.Kind == CoordDecision && r.Decision != nil && r.Delivered:
 			q := byID[r.QuestionID]
@@ -69,12 +54,6 @@ func (c *Coordinator) replayQuestions(ctx context.Context, prior []Record) {
 				q.Status = "answered"
 			case "defer":
 				q.Status = "deferred"
-			}
-			// Decided where it was escalated to, and delivered: each
-			// question it was escalated from is listed escalated, as it
-			// was, not expired.
-			for o := claimedBy[q]; o != nil && o.decision == nil; o = claimedBy[o] {
-				o.decision, o.Status = o.escalation, "escalated"
 			}
 		case r.Kind == CoordFinding && r.Finding != nil && r.Finding.Outcome == FindingDetected:
 			// An online finding an earlier process raised: it counts
@@ -106,6 +85,7 @@ func (c *Coordinator) replayQuestions(ctx context.Context, prior []Record) {
 			}
 		}
 	}
+	c.linkEscalatedLocked(asked, escalations)
 }
 
 // earlierQuestions returns the question lifecycle records of the run's
@@ -342,4 +322,73 @@ func decidedID(content string) (string, bool) {
 		return id, found
 	}
 	return "", false
+}
+
+// linkEscalatedLocked links each question of asked (an earlier
+// process's, in journal order) that a nested manager escalated to its
+// parent manager to the question asked there (question.escalatedAs),
+// with the decision that escalated it (escalations, by question id;
+// records of a question, its copy and their decisions may be journaled
+// out of order, as their appends race). One escalated and decided and
+// delivered up there is listed escalated, as the earlier process listed
+// it, not expired; one whose asker still waits is re-opened up there on
+// resume (reofferAsked). c.mu is held.
+func (c *Coordinator) linkEscalatedLocked(asked []*question, escalations map[string]Decision) {
+	var copies []*question
+	for _, x := range asked {
+		o := c.escalatedFromLocked(x)
+		if o == nil {
+			continue
+		}
+		d, ok := escalations[o.ID]
+		if !ok {
+			d = Decision{Kind: "escalate", EscalateTo: "parent"}
+		}
+		o.escalatedAs, o.escalation, x.down = x, &d, o
+		copies = append(copies, x)
+	}
+	for _, x := range copies {
+		if x.decision == nil || x.decision.Kind == "escalate" {
+			continue
+		}
+		for q := x.down; q != nil && q.decision == nil; q = q.down {
+			q.decision, q.Status = q.escalation, "escalated"
+		}
+	}
+	// down only served the walk: the chain is linked for real when a
+	// waiting asker's question is re-offered (reofferAsked).
+	for _, x := range copies {
+		x.down = nil
+	}
+}
+
+// escalatedFromLocked returns the earlier question that x, a question
+// an earlier process asked of manager x.to, was escalated from: x's
+// asker is no child of x.to, so a nested manager below x.to on the
+// asker's path asked it up (decide's then) — the latest question of
+// that manager from the same asker with the same text not yet linked
+// (journaled before or, as the appends race, after x).
+// Nil when x was asked directly. c.mu is held.
+func (c *Coordinator) escalatedFromLocked(x *question) *question {
+	below, ok := x.From.Parent()
+	if !ok || below == x.to {
+		return nil
+	}
+	for {
+		p, ok := below.Parent()
+		if !ok {
+			return nil // x.to is not above the asker
+		}
+		if p == x.to {
+			break
+		}
+		below = p
+	}
+	for i := len(c.questions) - 1; i >= 0; i-- {
+		q := c.questions[i]
+		if q.earlier && q.to == below && q.escalatedAs == nil && q.From == x.From && q.Question.Question == x.Question.Question {
+			return q
+		}
+	}
+	return nil
 }
