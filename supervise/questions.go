@@ -239,7 +239,8 @@ func (c *Coordinator) appendQuestionLocked(q *question) {
 // asker; expired at once when that asker already gave up.
 func (c *Coordinator) addQuestion(ctx context.Context, a AskArgs, wait bool, down *question) (*question, <-chan Decision) {
 	c.mu.Lock()
-	q := &question{Question: Question{ID: "q" + strconv.Itoa(len(c.questions)+1), From: a.From, Level: a.Level, Question: a.Question,
+	c.questionSeq = max(c.questionSeq, len(c.questions)) + 1
+	q := &question{Question: Question{ID: "q" + strconv.Itoa(c.questionSeq), From: a.From, Level: a.Level, Question: a.Question,
 		Reason: a.Reason, Urgency: a.Urgency, Options: a.Options, Status: "open"}, to: c.self, journaled: make(chan struct{})}
 	if c.parent != nil {
 		q.To = c.self // journaled, so a resumed run lists it to the same manager

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"strconv"
 	"strings"
 
 	"github.com/agentrt/agentrt/canonjson"
@@ -41,6 +42,9 @@ func (c *Coordinator) replayQuestions(ctx context.Context, prior []Record) {
 			q.Status = "expired"
 			byID[q.ID] = q
 			asked = append(asked, q)
+			if n, err := strconv.Atoi(strings.TrimPrefix(q.ID, "q")); err == nil && strings.HasPrefix(q.ID, "q") && n < 1<<31 {
+				c.questionSeq = max(c.questionSeq, n)
+			}
 			c.appendQuestionLocked(q)
 		case r.Kind == CoordDecision && r.Decision != nil && r.Delivered:
 			q := byID[r.QuestionID]
