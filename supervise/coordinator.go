@@ -165,6 +165,10 @@ type core struct {
 	// its spawn record's append had an unknown outcome (unadmit).
 	unstarted map[NodeID]string
 	questions []*question
+	// questionSeq is the highest question number used ("q<n>"): a
+	// resumed run's journal may lack a record an earlier number's
+	// question had, so ids follow it, not the count of questions.
+	questionSeq int
 	// questionsByID indexes questions by id, in the order asked (an
 	// earlier process's ids may repeat); appendQuestionLocked keeps both.
 	questionsByID map[string][]*question

@@ -75,6 +75,14 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	if ran, err := hx14ThreeChildFromEnv(); ran {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if ran, err := hx14ChildFromEnv(); ran {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	if ran, err := outsideRestoreChildFromEnv(); ran {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -158,6 +158,13 @@ type question struct {
 	// chain to the asker waiting at its bottom (waiterLocked), so it is
 	// delivered exactly when that asker still waits.
 	down *question
+	// escalatedAs, on an earlier process's question a nested manager
+	// escalated to its parent manager, is the question it was asked as
+	// there, and escalation the decision that escalated it
+	// (replayQuestions): re-offered on resume (reofferAsked), the
+	// question is open again up there, linked down to its asker.
+	escalatedAs *question
+	escalation  *Decision
 	// journaled is closed once this process's append of the question's
 	// record returned (written or recorded lost); nil for an earlier
 	// process's question. A decision is journaled only after it, so the
@@ -232,7 +239,8 @@ func (c *Coordinator) appendQuestionLocked(q *question) {
 // asker; expired at once when that asker already gave up.
 func (c *Coordinator) addQuestion(ctx context.Context, a AskArgs, wait bool, down *question) (*question, <-chan Decision) {
 	c.mu.Lock()
-	q := &question{Question: Question{ID: "q" + strconv.Itoa(len(c.questions)+1), From: a.From, Level: a.Level, Question: a.Question,
+	c.questionSeq = max(c.questionSeq, len(c.questions)) + 1
+	q := &question{Question: Question{ID: "q" + strconv.Itoa(c.questionSeq), From: a.From, Level: a.Level, Question: a.Question,
 		Reason: a.Reason, Urgency: a.Urgency, Options: a.Options, Status: "open"}, to: c.self, journaled: make(chan struct{})}
 	if c.parent != nil {
 		q.To = c.self // journaled, so a resumed run lists it to the same manager
@@ -553,8 +561,14 @@ func (c *Coordinator) decide(a AnswerArgs) (AnswerResult, *Decision, NodeID, fun
 		return AnswerResult{QuestionID: q.ID, Delivered: true, Status: q.Status, Replayed: true}, nil, q.From, nil, nil
 	case q.decision != nil:
 		return AnswerResult{}, nil, "", nil, &VerbRefusal{Code: "already-decided", Reason: "question " + q.ID + " is " + q.Status}
-	case a.EscalateTo != "" && (c.parent == nil || a.EscalateTo != "parent" || q.waiterLocked() == nil):
+	case a.EscalateTo != "" && (c.parent == nil || a.EscalateTo != "parent"):
 		return AnswerResult{QuestionID: q.ID, Status: "no-parent"}, nil, q.From, nil, nil
+	case a.EscalateTo != "" && q.waiterLocked() == nil:
+		// A nested manager has a parent; nobody waits for this
+		// question's decision any more (its asker ended, as an earlier
+		// process's asker did): nothing is escalated, as an answer to it
+		// delivers nothing.
+		return AnswerResult{QuestionID: q.ID, Status: q.Status}, nil, q.From, nil, nil
 	case a.EscalateTo != "":
 		// A nested manager escalates to its parent manager: the question
 		// is asked there, and the decision made there reaches the asker.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"strconv"
 	"strings"
 
 	"github.com/agentrt/agentrt/canonjson"
@@ -22,8 +23,15 @@ func (c *Coordinator) replayQuestions(ctx context.Context, prior []Record) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	byID := map[string]*question{}
+	// escalations holds the decisions by which nested managers
+	// escalated questions to their parent managers, by question id.
+	escalations := map[string]Decision{}
+	var asked []*question // this replay's questions, in journal order
 	for _, r := range recs {
 		switch {
+		case r.Kind == CoordDecision && r.Decision != nil && !r.Delivered && r.Decision.Kind == "escalate":
+			// Linked below (linkEscalatedLocked).
+			escalations[r.QuestionID] = *r.Decision
 		case r.Kind == CoordQuestion && r.Question != nil:
 			// Every record counts, even one repeating an id (an older
 			// process's), so new ids come after all of them.
@@ -33,6 +41,10 @@ func (c *Coordinator) replayQuestions(ctx context.Context, prior []Record) {
 			}
 			q.Status = "expired"
 			byID[q.ID] = q
+			asked = append(asked, q)
+			if n, err := strconv.Atoi(strings.TrimPrefix(q.ID, "q")); err == nil && strings.HasPrefix(q.ID, "q") && n < 1<<31 {
+				c.questionSeq = max(c.questionSeq, n)
+			}
 			c.appendQuestionLocked(q)
 		case r.Kind == CoordDecision && r.Decision != nil && r.Delivered:
 			q := byID[r.QuestionID]
@@ -77,6 +89,7 @@ func (c *Coordinator) replayQuestions(ctx context.Context, prior []Record) {
 			}
 		}
 	}
+	c.linkEscalatedLocked(asked, escalations)
 }
 
 // earlierQuestions returns the question lifecycle records of the run's
@@ -200,11 +213,16 @@ func (c *Coordinator) reofferAsked() {
 	}
 	waiting := undecided(msgs, asked)
 	p := c.parent
-	taken := map[string]bool{}
-	if _, took, _, err := p.recordedTranscript(); err == nil {
-		for _, t := range took {
-			if t.Kind == EventQuestion && t.QuestionID != "" {
-				taken[t.QuestionID] = true
+	// The questions each manager above c took in its journaled
+	// conversation: a question re-opened there is not queued again.
+	taken := map[NodeID]map[string]bool{}
+	for m := p; m != nil; m = m.parent {
+		taken[m.self] = map[string]bool{}
+		if _, took, _, err := m.recordedTranscript(); err == nil {
+			for _, t := range took {
+				if t.Kind == EventQuestion && t.QuestionID != "" {
+					taken[m.self][t.QuestionID] = true
+				}
 			}
 		}
 	}
@@ -223,15 +241,30 @@ func (c *Coordinator) reofferAsked() {
 		if !q.earlier || q.reply != nil || q.to != p.self || q.From != c.self || !waiting[q.ID] {
 			continue
 		}
-		if q.decision != nil {
-			again = append(again, decisionText(q.ID, *q.decision))
+		// Escalated up the managers before: the question open again is
+		// the one at the top of that chain, linked down to q, whose
+		// decision reaches c as askUp's does.
+		top := q
+		for top.escalatedAs != nil && (top.decision == nil || top.decision == top.escalation) {
+			u := top.escalatedAs
+			top.decision, top.Status, top.upstream, top.up, u.down = top.escalation, "escalated", true, u, top
+			top = u
+		}
+		if top.decision != nil {
+			if top != q {
+				for x := q; x != top; x = x.up {
+					x.upstream = false // decided up there
+				}
+			}
+			again = append(again, decisionText(q.ID, *top.decision))
 			continue
 		}
-		q.Status, q.reply = "open", make(chan Decision, 1)
+		q.reply = make(chan Decision, 1)
+		top.Status = "open"
 		opened = append(opened, open{q, q.reply})
-		if !taken[q.ID] {
-			qq := q.Question
-			p.pushLocked(Event{Kind: EventQuestion, WorkerID: q.From, Question: &qq})
+		if at := c.viewOfLocked(top.to); !taken[at.self][top.ID] {
+			qq := top.Question
+			at.pushLocked(Event{Kind: EventQuestion, WorkerID: top.From, Question: &qq})
 		}
 	}
 	c.mu.Unlock()
@@ -248,10 +281,10 @@ func (c *Coordinator) reofferAsked() {
 			case d := <-o.reply:
 				in.post(context.WithoutCancel(ctx), decisionText(o.q.ID, d), "")
 			case <-ctx.Done():
+				// Nobody waits for the decision now, here or where the
+				// question was escalated.
 				c.mu.Lock()
-				if o.q.decision == nil {
-					o.q.Status, o.q.reply = "expired", nil
-				}
+				abandonLocked(o.q)
 				c.mu.Unlock()
 			}
 		}()
@@ -293,4 +326,73 @@ func decidedID(content string) (string, bool) {
 		return id, found
 	}
 	return "", false
+}
+
+// linkEscalatedLocked links each question of asked (an earlier
+// process's, in journal order) that a nested manager escalated to its
+// parent manager to the question asked there (question.escalatedAs),
+// with the decision that escalated it (escalations, by question id;
+// records of a question, its copy and their decisions may be journaled
+// out of order, as their appends race). One escalated and decided and
+// delivered up there is listed escalated, as the earlier process listed
+// it, not expired; one whose asker still waits is re-opened up there on
+// resume (reofferAsked). c.mu is held.
+func (c *Coordinator) linkEscalatedLocked(asked []*question, escalations map[string]Decision) {
+	var copies []*question
+	for _, x := range asked {
+		o := c.escalatedFromLocked(x)
+		if o == nil {
+			continue
+		}
+		d, ok := escalations[o.ID]
+		if !ok {
+			d = Decision{Kind: "escalate", EscalateTo: "parent"}
+		}
+		o.escalatedAs, o.escalation, x.down = x, &d, o
+		copies = append(copies, x)
+	}
+	for _, x := range copies {
+		if x.decision == nil || x.decision.Kind == "escalate" {
+			continue
+		}
+		for q := x.down; q != nil && q.decision == nil; q = q.down {
+			q.decision, q.Status = q.escalation, "escalated"
+		}
+	}
+	// down only served the walk: the chain is linked for real when a
+	// waiting asker's question is re-offered (reofferAsked).
+	for _, x := range copies {
+		x.down = nil
+	}
+}
+
+// escalatedFromLocked returns the earlier question that x, a question
+// an earlier process asked of manager x.to, was escalated from: x's
+// asker is no child of x.to, so a nested manager below x.to on the
+// asker's path asked it up (decide's then) — the latest question of
+// that manager from the same asker with the same text not yet linked
+// (journaled before or, as the appends race, after x).
+// Nil when x was asked directly. c.mu is held.
+func (c *Coordinator) escalatedFromLocked(x *question) *question {
+	below, ok := x.From.Parent()
+	if !ok || below == x.to {
+		return nil
+	}
+	for {
+		p, ok := below.Parent()
+		if !ok {
+			return nil // x.to is not above the asker
+		}
+		if p == x.to {
+			break
+		}
+		below = p
+	}
+	for i := len(c.questions) - 1; i >= 0; i-- {
+		q := c.questions[i]
+		if q.earlier && q.to == below && q.escalatedAs == nil && q.From == x.From && q.Question.Question == x.Question.Question {
+			return q
+		}
+	}
+	return nil
 }

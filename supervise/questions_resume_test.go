@@ -1,7 +1,11 @@
 package supervise_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -52,6 +56,78 @@ func TestResumedRunKeepsQuestionIDsAndLists(t *testing.T) {
 	}
 	if answered["delivered"] != true {
 		t.Errorf("answer_question q3: %v", answered)
+	}
+	log, _, err := supervise.ReadCoordinationLog(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, r := range log {
+		if r.Kind == supervise.CoordQuestion {
+			if seen[r.QuestionID] {
+				t.Errorf("question id %s repeats in the coordination log", r.QuestionID)
+			}
+			seen[r.QuestionID] = true
+		}
+	}
+}
+
+// A question's record can be lost with its process while a later one's
+// was written (their appends race: the event goes out before the record
+// is written, and a nested manager escalates it at once — seen under
+// -race in TestHX14EscalatedQuestionAcrossKill). The resumed run numbers
+// its questions after the highest id journaled, not after the count of
+// records: a question id never repeats in the coordination log (§3.6
+// "Questions"; RES-03).
+func TestResumedRunNumbersQuestionsAfterAGap(t *testing.T) {
+	dir := t.TempDir()
+	run := func(resume bool, brain supervise.BrainFunc) {
+		t.Helper()
+		o := baseOptions(t, askingExecutor, nil)
+		o.RunDir, o.Resume, o.Brain = dir, resume, brain
+		if _, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run(false, func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		tool(t, ctx, c, supervise.VerbSpawnWorker, spawnArgs("paint the door"))
+		tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"question"}, "timeoutMs": 60000})
+		tool(t, ctx, c, supervise.VerbAnswerQuestion, map[string]any{"questionId": "q1", "answer": "red"})
+		tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"settled"}, "timeoutMs": 60000})
+		tool(t, ctx, c, supervise.VerbSpawnWorker, spawnArgs("paint the wall"))
+		tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"question"}, "timeoutMs": 60000})
+		return supervise.BrainReport{}, nil
+	})
+	// q1's records were lost; q2's was written.
+	path := filepath.Join(dir, supervise.CoordinationLogFile)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept [][]byte
+	for _, line := range bytes.SplitAfter(data, []byte("\n")) {
+		var r supervise.CoordRecord
+		if json.Unmarshal(line, &r) == nil && r.QuestionID == "q1" {
+			continue
+		}
+		kept = append(kept, line)
+	}
+	if err := os.WriteFile(path, bytes.Join(kept, nil), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var listed []supervise.Question
+	run(true, func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		tool(t, ctx, c, supervise.VerbSpawnWorker, spawnArgs("paint the roof"))
+		tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"question"}, "timeoutMs": 60000})
+		listed = c.ListQuestions().Questions
+		return supervise.BrainReport{}, nil
+	})
+	var got [][2]string
+	for _, q := range listed {
+		got = append(got, [2]string{q.ID, q.Status})
+	}
+	if diff := cmp.Diff([][2]string{{"q2", "expired"}, {"q3", "open"}}, got); diff != "" {
+		t.Errorf("questions of the resumed run (-want +got):\n%s", diff)
 	}
 	log, _, err := supervise.ReadCoordinationLog(context.Background(), dir)
 	if err != nil {
