@@ -1125,6 +1125,15 @@ func (c *Coordinator) settleAs(ctx context.Context, w *worker, res WorkResult, s
 	c.cancelObserved(ctx, w.id, st.State)
 }
 
+// workContext is the context this manager's work runs under
+// (workCtx): Background for a view not yet driven, which has none.
+func (c *Coordinator) workContext() context.Context {
+	if c.workCtx == nil {
+		return context.Background()
+	}
+	return c.workCtx
+}
+
 // settled ends w's settling: what a manager reads of it shows its
 // settlement.
 func (c *Coordinator) settled(w *worker) {

@@ -320,19 +320,24 @@ func (m nestedMeter) TurnEnded(ctx context.Context, t kernel.TurnEnd) error {
 // askUp raises a nested manager's own question (ask_parent) with its
 // parent manager and, in the background, hands the decision to deliver
 // once it comes — or nothing, when the manager ends first. It returns
-// the question as asked at the parent. (A child's question it escalates
-// is linked to its asker instead: decide.)
-func (c *Coordinator) askUp(a AskArgs, deliver func(qid string, d Decision)) *question {
-	ctx := c.workCtx
-	if ctx == nil {
-		ctx = context.Background()
-	}
+// the id of the question as asked at the parent. (A child's question it
+// escalates is linked to its asker instead: decide.)
+func (c *Coordinator) askUp(a AskArgs, deliver func(qid string, d Decision)) string {
+	ctx := c.workContext()
 	q, reply := c.parent.addQuestion(ctx, a, true, nil)
 	go func() {
 		select {
 		case d := <-reply:
 			deliver(q.ID, d)
 		case <-ctx.Done():
+			select {
+			case d := <-reply:
+				// Decided as the manager ended: the decision was sent
+				// (and said delivered), so it is handed on.
+				deliver(q.ID, d)
+				return
+			default:
+			}
 			// The manager ended: nobody waits for the decision, here or
 			// where its parent escalated the question.
 			c.mu.Lock()
@@ -340,7 +345,7 @@ func (c *Coordinator) askUp(a AskArgs, deliver func(qid string, d Decision)) *qu
 			c.mu.Unlock()
 		}
 	}()
-	return q
+	return q.ID
 }
 
 // reattachKeyed returns the nested manager a resumed run drives again

@@ -357,12 +357,12 @@ func (c *Coordinator) AskParent(ctx context.Context, a AskArgs) (AskParentResult
 		// A nested manager's question goes to its parent manager; the
 		// decision joins its own brain between turns (its inbox).
 		in := c.ManagerInbox()
-		asked := c.askUp(a, func(qid string, d Decision) {
+		id := c.askUp(a, func(qid string, d Decision) {
 			if in != nil {
-				in.post(context.WithoutCancel(c.workCtx), decisionText(qid, d), "")
+				in.post(context.WithoutCancel(c.workContext()), decisionText(qid, d), "")
 			}
 		})
-		return AskParentResult{QuestionID: asked.ID, Status: "queued-for-parent"}, nil
+		return AskParentResult{QuestionID: id, Status: "queued-for-parent"}, nil
 	}
 	return c.askRootParent(ctx, a)
 }
@@ -576,11 +576,7 @@ func (c *Coordinator) decide(a AnswerArgs) (AnswerResult, *Decision, NodeID, fun
 		q.decision, q.Status, q.upstream = &d, "escalated", true
 		up := q.Question
 		then := func() {
-			ctx := c.workCtx
-			if ctx == nil {
-				ctx = context.Background()
-			}
-			c.parent.addQuestion(ctx, AskArgs{From: up.From, Level: up.Level, Question: up.Question, Reason: up.Reason, Urgency: up.Urgency, Options: up.Options}, false, q)
+			c.parent.addQuestion(c.workContext(), AskArgs{From: up.From, Level: up.Level, Question: up.Question, Reason: up.Reason, Urgency: up.Urgency, Options: up.Options}, false, q)
 		}
 		return AnswerResult{QuestionID: q.ID, Status: "queued-for-parent"}, &d, q.From, then, nil
 	}

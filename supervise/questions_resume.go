@@ -226,10 +226,7 @@ func (c *Coordinator) reofferAsked() {
 			}
 		}
 	}
-	ctx := c.workCtx
-	if ctx == nil {
-		ctx = context.Background()
-	}
+	ctx := c.workContext()
 	type open struct {
 		q     *question
 		reply chan Decision
@@ -388,9 +385,10 @@ func (c *Coordinator) escalatedFromLocked(x *question) *question {
 		}
 		below = p
 	}
-	for i := len(c.questions) - 1; i >= 0; i-- {
-		q := c.questions[i]
-		if q.earlier && q.to == below && q.escalatedAs == nil && q.From == x.From && q.Question.Question == x.Question.Question {
+	qs := c.questionsTo[below] // that manager's questions only
+	for i := len(qs) - 1; i >= 0; i-- {
+		q := qs[i]
+		if q.earlier && q.escalatedAs == nil && q.From == x.From && q.Question.Question == x.Question.Question {
 			return q
 		}
 	}
