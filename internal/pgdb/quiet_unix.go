@@ -17,12 +17,18 @@ func socketQuiet(sc syscall.Conn) bool {
 	if err != nil {
 		return false
 	}
+	// Control, not Read: Read takes the socket's read lock, which pgx's
+	// background reader may hold in a Read of this idle connection that
+	// ends only when the server speaks — the check would wait for it.
+	// A peek with MSG_DONTWAIT neither blocks nor takes anything, so it
+	// needs no lock. (Bytes such a reader already took are its to
+	// judge: what is left on the socket, the end of the stream after a
+	// FATAL, still reads as not quiet.)
 	quiet := false
 	var buf [1]byte
-	err = raw.Read(func(fd uintptr) bool {
+	err = raw.Control(func(fd uintptr) {
 		_, _, perr := unix.Recvfrom(int(fd), buf[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
 		quiet = errors.Is(perr, unix.EAGAIN) || errors.Is(perr, unix.EWOULDBLOCK)
-		return true
 	})
 	return err == nil && quiet
 }

@@ -106,3 +106,46 @@ func BenchmarkConnQuiet(b *testing.B) {
 		}
 	}
 }
+
+// pgx's background reader can sit in a Read of an idle pooled
+// connection (a read it started before the query ended goes on until
+// data arrives), holding the socket's read lock: the check must not
+// wait for that lock, or Acquire hangs until the server speaks — for
+// ever on an idle connection (TestFleetEndToEnd hung so, every follower
+// parked in ShouldPing).
+func TestConnQuietWhileAReadIsBlocked(t *testing.T) {
+	client, server := tcpPair(t)
+	read := make(chan error, 1)
+	go func() {
+		var b [1]byte
+		_, err := client.Read(b[:]) // blocks: nothing is sent yet
+		read <- err
+	}()
+	time.Sleep(100 * time.Millisecond) // the Read is parked by now
+	quiet := make(chan bool, 1)
+	go func() { quiet <- connQuiet(client) }()
+	answered := false
+	select {
+	case q := <-quiet:
+		answered = true
+		if !q {
+			t.Error("an idle socket read as not quiet")
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("connQuiet waited on the read lock of a Read in flight")
+	}
+	// Let the Read (and a connQuiet still waiting behind it) end.
+	if _, err := server.Write([]byte{1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-read; err != nil {
+		t.Fatal(err)
+	}
+	if !answered {
+		select {
+		case <-quiet:
+		case <-time.After(10 * time.Second):
+			t.Fatal("connQuiet never returned")
+		}
+	}
+}
