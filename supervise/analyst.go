@@ -543,6 +543,11 @@ type RunAnalystResult struct {
 // analysis per pair, journaled like any keyed spawn.
 func analystKey(kind string, worker NodeID) string { return "analyst:" + kind + ":" + string(worker) }
 
+// requestedKey names a requested analysis per asking manager (empty for
+// the root): the root and a nested manager may each ask for the same
+// lens over a worker of the nested manager's subtree.
+func requestedKey(manager NodeID, key string) string { return string(manager) + " " + key }
+
 // ParseAnalystKey returns the lens and the analysed worker of an
 // analyst's spawn key (a journaled spawned record's Key); ok is false
 // for any other key.
@@ -578,7 +583,9 @@ func (c *Coordinator) RunAnalyst(ctx context.Context, a RunAnalystArgs) (RunAnal
 		return RunAnalystResult{}, &VerbRefusal{Code: "unknown-analyst", Reason: fmt.Sprintf("%q is not on the menu (%s)", a.Kind, strings.Join(menu, ", "))}
 	}
 	info, ok := c.scope.Node(a.WorkerID)
-	if !ok || target == nil {
+	if !ok || target == nil || !c.reaches(a.WorkerID) {
+		// A nested manager analyses its own subtree only, as it
+		// observes and steers it.
 		return RunAnalystResult{}, fmt.Errorf("%w: %s", ErrUnknownWorker, a.WorkerID)
 	}
 	if info.Settlement == nil {
@@ -592,6 +599,11 @@ func (c *Coordinator) RunAnalyst(ctx context.Context, a RunAnalystArgs) (RunAnal
 	text := target.text
 	c.mu.Unlock()
 	req := SpawnRequest{Label: "analyst:" + lens.ID, Profile: *p.Name, Task: analystTask(lens, info, text), Key: analystKey(lens.ID, a.WorkerID)}
+	if c.parent != nil {
+		// A nested manager's analyst is its own child: reserved from
+		// its carved pool, its finding settled to its await_event.
+		req.Parent = c.self
+	}
 	if p.Model != nil && p.Model.Default != nil {
 		req.Model = *p.Model.Default
 	}
@@ -603,14 +615,14 @@ func (c *Coordinator) RunAnalyst(ctx context.Context, a RunAnalystArgs) (RunAnal
 		return RunAnalystResult{}, err
 	}
 	c.spawnMu.Lock()
-	if !c.requested[req.Key] {
+	if asked := requestedKey(req.Parent, req.Key); !c.requested[asked] {
 		// The intent is durable before the analyst is: a process that
 		// dies before the spawn record leaves it for the resumed run.
-		if err := c.log.append(ctx, Record{Kind: KindAnalysisRequested, Key: req.Key, Label: lens.ID, Node: a.WorkerID}); err != nil {
+		if err := c.log.append(ctx, Record{Kind: KindAnalysisRequested, Key: req.Key, Label: lens.ID, Node: a.WorkerID, Parent: req.Parent}); err != nil {
 			c.spawnMu.Unlock()
 			return RunAnalystResult{}, err
 		}
-		c.requested[req.Key] = true
+		c.requested[asked] = true
 	}
 	authorized := c.scope.opts.AuthorizeSpawn != nil
 	if authorized {
@@ -750,9 +762,9 @@ type Finding struct {
 func (c *Coordinator) replayAnalyst(r Record) error {
 	switch r.Kind {
 	case KindAnalysisRequested:
-		if !c.requested[r.Key] {
-			c.requested[r.Key] = true
-			c.intents = append(c.intents, analysisIntent{lens: r.Label, source: r.Node})
+		if asked := requestedKey(r.Parent, r.Key); !c.requested[asked] {
+			c.requested[asked] = true
+			c.intents = append(c.intents, analysisIntent{lens: r.Label, source: r.Node, manager: r.Parent})
 		}
 	case KindSettled:
 		if r.Hook {
@@ -830,6 +842,9 @@ func (c *Coordinator) releaseInflight() {
 type analysisIntent struct {
 	lens   string
 	source NodeID
+	// manager is the nested manager that asked for it, empty for the
+	// root.
+	manager NodeID
 }
 
 // resumeAnalyses finishes what the journal shows the process before
@@ -870,7 +885,7 @@ func (c *Coordinator) resumeAnalyses(ctx context.Context) {
 		if started {
 			continue
 		}
-		if _, err := c.RunAnalyst(ctx, RunAnalystArgs{Kind: in.lens, WorkerID: in.source}); err != nil {
+		if _, err := c.viewOf(in.manager).RunAnalyst(ctx, RunAnalystArgs{Kind: in.lens, WorkerID: in.source}); err != nil {
 			c.logger.Warn("supervise: a requested analysis could not be started on resume", "lens", in.lens, "worker", in.source, "err", err)
 			rec := CoordRecord{Kind: CoordFinding, Finding: &FindingRecord{Outcome: FindingNotRun, Lens: in.lens, Source: in.source,
 				Reason: "the resumed run could not start it: " + err.Error()}}
