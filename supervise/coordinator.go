@@ -1998,6 +1998,14 @@ type JournalPage struct {
 	Oversize *OversizeRow `json:"oversize,omitzero"`
 }
 
+// MarshalValue encodes the page as read_journal's result: each row as it
+// is journaled, its Data (a canonjson.Value, which encoding/json would
+// write as {}) included.
+func (p JournalPage) MarshalValue() (canonjson.Value, error) {
+	type plain JournalPage
+	return canonjson.ToValue(plain(p))
+}
+
 // OversizeRow is a journal row larger than a read_journal page's
 // byte bound.
 type OversizeRow struct {
