@@ -41,8 +41,13 @@ const KindAnalystDefined = "analyst-defined"
 // without its follower: the resumed run runs the hook again and starts
 // each requested analysis that has no analyst yet, and an analysis it
 // cannot start is reported in the coordination log (FindingNotRun).
+//
+// KindAnalysisRefused withdraws the KindAnalysisRequested record before
+// it (the same Key, Label, Node and Parent): the analysis was refused
+// and the manager told so; a resumed run does not start it.
 const (
 	KindAnalysisRequested = "analysis-requested"
+	KindAnalysisRefused   = "analysis-refused"
 	KindAfterSettle       = "after-settle"
 )
 
@@ -615,14 +620,30 @@ func (c *Coordinator) RunAnalyst(ctx context.Context, a RunAnalystArgs) (RunAnal
 		return RunAnalystResult{}, err
 	}
 	c.spawnMu.Lock()
-	if asked := requestedKey(req.Parent, req.Key); !c.requested[asked] {
+	asked := requestedKey(req.Parent, req.Key)
+	journaled := false // this call journaled the request
+	if !c.requested[asked] {
 		// The intent is durable before the analyst is: a process that
 		// dies before the spawn record leaves it for the resumed run.
 		if err := c.log.append(ctx, Record{Kind: KindAnalysisRequested, Key: req.Key, Label: lens.ID, Node: a.WorkerID, Parent: req.Parent}); err != nil {
 			c.spawnMu.Unlock()
 			return RunAnalystResult{}, err
 		}
-		c.requested[asked] = true
+		c.requested[asked], journaled = true, true
+	}
+	// refused withdraws the request this call journaled when the
+	// analysis was refused (c.spawnMu held): the manager was told it did
+	// not happen, so a resumed run must not start it on its own.
+	refused := func(err error) error {
+		if _, ok := refusalResult(err); !ok || !journaled || !c.requested[asked] {
+			return err
+		}
+		if werr := c.log.append(ctx, Record{Kind: KindAnalysisRefused, Key: req.Key, Label: lens.ID, Node: a.WorkerID, Parent: req.Parent}); werr != nil {
+			c.logger.Warn("supervise: journaling a refused analysis", "lens", lens.ID, "worker", a.WorkerID, "err", werr)
+			return err
+		}
+		c.requested[asked] = false
+		return err
 	}
 	authorized := c.scope.opts.AuthorizeSpawn != nil
 	if authorized {
@@ -632,7 +653,9 @@ func (c *Coordinator) RunAnalyst(ctx context.Context, a RunAnalystArgs) (RunAnal
 		// admits.
 		c.spawnMu.Unlock()
 		if err := c.scope.authorizeFirst(ctx, req); err != nil {
-			return RunAnalystResult{}, c.spawnRefused(req, err)
+			c.spawnMu.Lock()
+			defer c.spawnMu.Unlock()
+			return RunAnalystResult{}, refused(c.spawnRefused(req, err))
 		}
 		c.spawnMu.Lock()
 	}
@@ -640,11 +663,11 @@ func (c *Coordinator) RunAnalyst(ctx context.Context, a RunAnalystArgs) (RunAnal
 	// A stop made since the check above admits nothing more: Stop takes
 	// spawnMu, so none lands between this and the admission.
 	if err := c.analystEnded(); err != nil {
-		return RunAnalystResult{}, err
+		return RunAnalystResult{}, refused(err)
 	}
 	reply, err := c.admit(ctx, req, canonjson.Value{}, authorized)
 	if err != nil {
-		return RunAnalystResult{}, err
+		return RunAnalystResult{}, refused(err)
 	}
 	out := RunAnalystResult{AnalystID: reply.Node, Kind: lens.ID, WorkerID: a.WorkerID, Resumed: reply.Resumed, Live: reply.Live, FreeSlots: reply.FreeSlots}
 	if reply.Resumed == ResumedCompleted {
@@ -765,6 +788,13 @@ func (c *Coordinator) replayAnalyst(r Record) error {
 		if asked := requestedKey(r.Parent, r.Key); !c.requested[asked] {
 			c.requested[asked] = true
 			c.intents = append(c.intents, analysisIntent{lens: r.Label, source: r.Node, manager: r.Parent})
+		}
+	case KindAnalysisRefused:
+		if asked := requestedKey(r.Parent, r.Key); c.requested[asked] {
+			c.requested[asked] = false
+			c.intents = slices.DeleteFunc(c.intents, func(in analysisIntent) bool {
+				return in.lens == r.Label && in.source == r.Node && in.manager == r.Parent
+			})
 		}
 	case KindSettled:
 		if r.Hook {

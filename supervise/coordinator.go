@@ -2118,7 +2118,7 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 				k := replayKey(req)
 				c.pending(r.Node, k)
 			}
-		case KindAnalysisRequested, KindAfterSettle:
+		case KindAnalysisRequested, KindAnalysisRefused, KindAfterSettle:
 			if err := c.replayAnalyst(r); err != nil {
 				return err
 			}
