@@ -885,10 +885,22 @@ type analysisIntent struct {
 // analyst is started. An analysis that cannot start (its lens is off
 // the menu, the budget is spent, …) is reported in the coordination log
 // as FindingNotRun and logged; nothing is silently dropped.
+//
+// A nested manager's analyses are started by resumeNestedAnalyses once
+// its manager is driven again: its analyst is its child, run under its
+// context.
 func (c *Coordinator) resumeAnalyses(ctx context.Context) {
 	c.mu.Lock()
-	hooks, intents := c.hooksOpen, c.intents
-	c.hooksOpen, c.intents = nil, nil
+	hooks := c.hooksOpen
+	var intents, nested []analysisIntent
+	for _, in := range c.intents {
+		if in.manager == "" {
+			intents = append(intents, in)
+		} else {
+			nested = append(nested, in)
+		}
+	}
+	c.hooksOpen, c.intents = nil, nested
 	c.mu.Unlock()
 	if c.afterSettle != nil {
 		for _, id := range hooks {
@@ -902,11 +914,31 @@ func (c *Coordinator) resumeAnalyses(ctx context.Context) {
 			c.hookDone(ctx, id)
 		}
 	}
+	c.startIntents(ctx, intents)
+}
+
+// resumeNestedAnalyses starts the analyses nested managers requested
+// and the process before this one left without an analyst, once
+// redriveManagers drove those managers again; one not driven again
+// cannot start its analyst (FindingNotRun).
+func (c *Coordinator) resumeNestedAnalyses(ctx context.Context) {
+	c.mu.Lock()
+	intents := c.intents
+	c.intents = nil
+	c.mu.Unlock()
+	c.startIntents(ctx, intents)
+}
+
+func (c *Coordinator) startIntents(ctx context.Context, intents []analysisIntent) {
 	for _, in := range intents {
+		manager := in.manager
+		if manager == "" {
+			manager = c.root.self
+		}
 		c.mu.Lock()
 		started := false
-		for _, a := range c.analysts {
-			if a.lens == in.lens && a.source == in.source {
+		for id, a := range c.analysts {
+			if a.lens == in.lens && a.source == in.source && parentOrRoot(id, c.root.self) == manager {
 				started = true
 				break
 			}
@@ -915,7 +947,14 @@ func (c *Coordinator) resumeAnalyses(ctx context.Context) {
 		if started {
 			continue
 		}
-		if _, err := c.viewOf(in.manager).RunAnalyst(ctx, RunAnalystArgs{Kind: in.lens, WorkerID: in.source}); err != nil {
+		v := c.viewOf(in.manager)
+		var err error
+		if v.workCtx == nil {
+			err = fmt.Errorf("its manager %s is not driven again", in.manager)
+		} else {
+			_, err = v.RunAnalyst(ctx, RunAnalystArgs{Kind: in.lens, WorkerID: in.source})
+		}
+		if err != nil {
 			c.logger.Warn("supervise: a requested analysis could not be started on resume", "lens", in.lens, "worker", in.source, "err", err)
 			rec := CoordRecord{Kind: CoordFinding, Finding: &FindingRecord{Outcome: FindingNotRun, Lens: in.lens, Source: in.source,
 				Reason: "the resumed run could not start it: " + err.Error()}}

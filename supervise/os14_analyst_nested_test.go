@@ -3,6 +3,7 @@ package supervise_test
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/agentrt/agentrt/profile"
@@ -52,5 +53,91 @@ func TestNestedManagerRunAnalystStaysInItsSubtree(t *testing.T) {
 	}
 	if ev, _ := lead["finding"]["event"].(map[string]any); ev["kind"] != "finding" {
 		t.Errorf("lead's await_event for its finding: %v", lead["finding"])
+	}
+}
+
+// cutAtRequest is a spawn log that lands nothing after the first
+// analysis-requested record: the process dies between a run_analyst's
+// request and its analyst's spawn.
+type cutAtRequest struct {
+	supervise.SpawnLog
+	cut *atomic.Bool
+}
+
+func (l cutAtRequest) Append(ctx context.Context, recs ...supervise.Record) error {
+	if l.cut.Load() {
+		return errCrashed
+	}
+	if err := l.SpawnLog.Append(ctx, recs...); err != nil {
+		return err
+	}
+	for _, r := range recs {
+		if r.Kind == supervise.KindAnalysisRequested {
+			l.cut.Store(true)
+		}
+	}
+	return nil
+}
+
+// A nested manager's analysis requested by a process that died before
+// its analyst's spawn is started by the resumed run under that manager
+// (its child, once), not under the root. Checklist: §9 run_analyst,
+// behaviour 36.
+func TestResumedRunStartsANestedManagersRequestedAnalysisUnderIt(t *testing.T) {
+	dir := t.TempDir()
+	run := func(ctx context.Context, resume bool) (supervise.SupervisedResult, *countingExecutor, error) {
+		exec := analystExecutor(t)
+		o := baseOptions(t, exec, nil)
+		o.RunDir, o.Resume = dir, resume
+		o.Budget.Iterations, o.Budget.Tokens = i64(20), i64(20_000)
+		o.Profiles["lead"] = leadProfile(t, leadVerbs...)
+		o.ManagerBrain = func(*profile.Profile) supervise.Brain {
+			return supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+				w, err := tryTool(t, ctx, c, supervise.VerbSpawnWorker, spawnArgs("alpha"))
+				if err != nil {
+					return supervise.BrainReport{}, err
+				}
+				if _, err := tryTool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 60000, "kinds": []string{"settled"}}); err != nil {
+					return supervise.BrainReport{}, err
+				}
+				if _, err := tryTool(t, ctx, c, supervise.VerbRunAnalyst, map[string]any{"kind": "failure-triage", "workerId": w["workerId"]}); err != nil {
+					return supervise.BrainReport{}, err
+				}
+				if _, err := tryTool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 60000, "kinds": []string{"finding"}}); err != nil {
+					return supervise.BrainReport{}, err
+				}
+				return supervise.BrainReport{Text: "lead: alpha DONE"}, nil
+			})
+		}
+		o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+			if _, err := tryTool(t, ctx, c, supervise.VerbSpawnWorker, map[string]any{"profile": "lead", "task": "lead alpha", "label": "lead",
+				"budget": map[string]any{"maxTokens": 4000, "maxIterations": 6, "maxUsd": 0.5}}); err != nil {
+				return supervise.BrainReport{}, err
+			}
+			_, err := tryTool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 60000, "kinds": []string{"settled"}})
+			return supervise.BrainReport{}, err
+		})
+		res, err := supervise.Supervise(ctx, managerProfile(t, supervise.VerbSpawnWorker), "t", o)
+		return res, exec, err
+	}
+	var cut atomic.Bool
+	_, _, _ = run(supervise.WithSpawnLogWrapper(context.Background(), func(sl supervise.SpawnLog) supervise.SpawnLog {
+		return cutAtRequest{SpawnLog: sl, cut: &cut}
+	}), false)
+	if !cut.Load() {
+		t.Fatal("the first process never requested the analysis")
+	}
+	res, exec, err := run(context.Background(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var analysts []supervise.NodeID
+	for _, n := range res.Tree {
+		if strings.HasPrefix(n.Profile, "analyst-") {
+			analysts = append(analysts, n.ID)
+		}
+	}
+	if len(analysts) != 1 || !strings.HasPrefix(string(analysts[0]), "run1:s1:") || exec.count("ANALYST LENS") != 1 {
+		t.Errorf("analysts %v (runs %d); want one, a child of the lead run1:s1", analysts, exec.count("ANALYST LENS"))
 	}
 }
