@@ -41,8 +41,13 @@ const KindAnalystDefined = "analyst-defined"
 // without its follower: the resumed run runs the hook again and starts
 // each requested analysis that has no analyst yet, and an analysis it
 // cannot start is reported in the coordination log (FindingNotRun).
+//
+// KindAnalysisRefused withdraws the KindAnalysisRequested record before
+// it (the same Key, Label, Node and Parent): the analysis was refused
+// and the manager told so; a resumed run does not start it.
 const (
 	KindAnalysisRequested = "analysis-requested"
+	KindAnalysisRefused   = "analysis-refused"
 	KindAfterSettle       = "after-settle"
 )
 
@@ -543,6 +548,11 @@ type RunAnalystResult struct {
 // analysis per pair, journaled like any keyed spawn.
 func analystKey(kind string, worker NodeID) string { return "analyst:" + kind + ":" + string(worker) }
 
+// requestedKey names a requested analysis per asking manager (empty for
+// the root): the root and a nested manager may each ask for the same
+// lens over a worker of the nested manager's subtree.
+func requestedKey(manager NodeID, key string) string { return string(manager) + " " + key }
+
 // ParseAnalystKey returns the lens and the analysed worker of an
 // analyst's spawn key (a journaled spawned record's Key); ok is false
 // for any other key.
@@ -578,7 +588,9 @@ func (c *Coordinator) RunAnalyst(ctx context.Context, a RunAnalystArgs) (RunAnal
 		return RunAnalystResult{}, &VerbRefusal{Code: "unknown-analyst", Reason: fmt.Sprintf("%q is not on the menu (%s)", a.Kind, strings.Join(menu, ", "))}
 	}
 	info, ok := c.scope.Node(a.WorkerID)
-	if !ok || target == nil {
+	if !ok || target == nil || !c.reaches(a.WorkerID) {
+		// A nested manager analyses its own subtree only, as it
+		// observes and steers it.
 		return RunAnalystResult{}, fmt.Errorf("%w: %s", ErrUnknownWorker, a.WorkerID)
 	}
 	if info.Settlement == nil {
@@ -592,6 +604,11 @@ func (c *Coordinator) RunAnalyst(ctx context.Context, a RunAnalystArgs) (RunAnal
 	text := target.text
 	c.mu.Unlock()
 	req := SpawnRequest{Label: "analyst:" + lens.ID, Profile: *p.Name, Task: analystTask(lens, info, text), Key: analystKey(lens.ID, a.WorkerID)}
+	if c.parent != nil {
+		// A nested manager's analyst is its own child: reserved from
+		// its carved pool, its finding settled to its await_event.
+		req.Parent = c.self
+	}
 	if p.Model != nil && p.Model.Default != nil {
 		req.Model = *p.Model.Default
 	}
@@ -603,14 +620,30 @@ func (c *Coordinator) RunAnalyst(ctx context.Context, a RunAnalystArgs) (RunAnal
 		return RunAnalystResult{}, err
 	}
 	c.spawnMu.Lock()
-	if !c.requested[req.Key] {
+	asked := requestedKey(req.Parent, req.Key)
+	journaled := false // this call journaled the request
+	if !c.requested[asked] {
 		// The intent is durable before the analyst is: a process that
 		// dies before the spawn record leaves it for the resumed run.
-		if err := c.log.append(ctx, Record{Kind: KindAnalysisRequested, Key: req.Key, Label: lens.ID, Node: a.WorkerID}); err != nil {
+		if err := c.log.append(ctx, Record{Kind: KindAnalysisRequested, Key: req.Key, Label: lens.ID, Node: a.WorkerID, Parent: req.Parent}); err != nil {
 			c.spawnMu.Unlock()
 			return RunAnalystResult{}, err
 		}
-		c.requested[req.Key] = true
+		c.requested[asked], journaled = true, true
+	}
+	// refused withdraws the request this call journaled when the
+	// analysis was refused (c.spawnMu held): the manager was told it did
+	// not happen, so a resumed run must not start it on its own.
+	refused := func(err error) error {
+		if _, ok := refusalResult(err); !ok || !journaled || !c.requested[asked] {
+			return err
+		}
+		if werr := c.log.append(ctx, Record{Kind: KindAnalysisRefused, Key: req.Key, Label: lens.ID, Node: a.WorkerID, Parent: req.Parent}); werr != nil {
+			c.logger.Warn("supervise: journaling a refused analysis", "lens", lens.ID, "worker", a.WorkerID, "err", werr)
+			return err
+		}
+		c.requested[asked] = false
+		return err
 	}
 	authorized := c.scope.opts.AuthorizeSpawn != nil
 	if authorized {
@@ -620,7 +653,9 @@ func (c *Coordinator) RunAnalyst(ctx context.Context, a RunAnalystArgs) (RunAnal
 		// admits.
 		c.spawnMu.Unlock()
 		if err := c.scope.authorizeFirst(ctx, req); err != nil {
-			return RunAnalystResult{}, c.spawnRefused(req, err)
+			c.spawnMu.Lock()
+			defer c.spawnMu.Unlock()
+			return RunAnalystResult{}, refused(c.spawnRefused(req, err))
 		}
 		c.spawnMu.Lock()
 	}
@@ -628,11 +663,11 @@ func (c *Coordinator) RunAnalyst(ctx context.Context, a RunAnalystArgs) (RunAnal
 	// A stop made since the check above admits nothing more: Stop takes
 	// spawnMu, so none lands between this and the admission.
 	if err := c.analystEnded(); err != nil {
-		return RunAnalystResult{}, err
+		return RunAnalystResult{}, refused(err)
 	}
 	reply, err := c.admit(ctx, req, canonjson.Value{}, authorized)
 	if err != nil {
-		return RunAnalystResult{}, err
+		return RunAnalystResult{}, refused(err)
 	}
 	out := RunAnalystResult{AnalystID: reply.Node, Kind: lens.ID, WorkerID: a.WorkerID, Resumed: reply.Resumed, Live: reply.Live, FreeSlots: reply.FreeSlots}
 	if reply.Resumed == ResumedCompleted {
@@ -750,9 +785,16 @@ type Finding struct {
 func (c *Coordinator) replayAnalyst(r Record) error {
 	switch r.Kind {
 	case KindAnalysisRequested:
-		if !c.requested[r.Key] {
-			c.requested[r.Key] = true
-			c.intents = append(c.intents, analysisIntent{lens: r.Label, source: r.Node})
+		if asked := requestedKey(r.Parent, r.Key); !c.requested[asked] {
+			c.requested[asked] = true
+			c.intents = append(c.intents, analysisIntent{lens: r.Label, source: r.Node, manager: r.Parent})
+		}
+	case KindAnalysisRefused:
+		if asked := requestedKey(r.Parent, r.Key); c.requested[asked] {
+			c.requested[asked] = false
+			c.intents = slices.DeleteFunc(c.intents, func(in analysisIntent) bool {
+				return in.lens == r.Label && in.source == r.Node && in.manager == r.Parent
+			})
 		}
 	case KindSettled:
 		if r.Hook {
@@ -830,6 +872,9 @@ func (c *Coordinator) releaseInflight() {
 type analysisIntent struct {
 	lens   string
 	source NodeID
+	// manager is the nested manager that asked for it, empty for the
+	// root.
+	manager NodeID
 }
 
 // resumeAnalyses finishes what the journal shows the process before
@@ -840,10 +885,22 @@ type analysisIntent struct {
 // analyst is started. An analysis that cannot start (its lens is off
 // the menu, the budget is spent, …) is reported in the coordination log
 // as FindingNotRun and logged; nothing is silently dropped.
+//
+// A nested manager's analyses are started by resumeNestedAnalyses once
+// its manager is driven again: its analyst is its child, run under its
+// context.
 func (c *Coordinator) resumeAnalyses(ctx context.Context) {
 	c.mu.Lock()
-	hooks, intents := c.hooksOpen, c.intents
-	c.hooksOpen, c.intents = nil, nil
+	hooks := c.hooksOpen
+	var intents, nested []analysisIntent
+	for _, in := range c.intents {
+		if in.manager == "" {
+			intents = append(intents, in)
+		} else {
+			nested = append(nested, in)
+		}
+	}
+	c.hooksOpen, c.intents = nil, nested
 	c.mu.Unlock()
 	if c.afterSettle != nil {
 		for _, id := range hooks {
@@ -857,11 +914,31 @@ func (c *Coordinator) resumeAnalyses(ctx context.Context) {
 			c.hookDone(ctx, id)
 		}
 	}
+	c.startIntents(ctx, intents)
+}
+
+// resumeNestedAnalyses starts the analyses nested managers requested
+// and the process before this one left without an analyst, once
+// redriveManagers drove those managers again; one not driven again
+// cannot start its analyst (FindingNotRun).
+func (c *Coordinator) resumeNestedAnalyses(ctx context.Context) {
+	c.mu.Lock()
+	intents := c.intents
+	c.intents = nil
+	c.mu.Unlock()
+	c.startIntents(ctx, intents)
+}
+
+func (c *Coordinator) startIntents(ctx context.Context, intents []analysisIntent) {
 	for _, in := range intents {
+		manager := in.manager
+		if manager == "" {
+			manager = c.root.self
+		}
 		c.mu.Lock()
 		started := false
-		for _, a := range c.analysts {
-			if a.lens == in.lens && a.source == in.source {
+		for id, a := range c.analysts {
+			if a.lens == in.lens && a.source == in.source && parentOrRoot(id, c.root.self) == manager {
 				started = true
 				break
 			}
@@ -870,7 +947,14 @@ func (c *Coordinator) resumeAnalyses(ctx context.Context) {
 		if started {
 			continue
 		}
-		if _, err := c.RunAnalyst(ctx, RunAnalystArgs{Kind: in.lens, WorkerID: in.source}); err != nil {
+		v := c.viewOf(in.manager)
+		var err error
+		if v.workCtx == nil {
+			err = fmt.Errorf("its manager %s is not driven again", in.manager)
+		} else {
+			_, err = v.RunAnalyst(ctx, RunAnalystArgs{Kind: in.lens, WorkerID: in.source})
+		}
+		if err != nil {
 			c.logger.Warn("supervise: a requested analysis could not be started on resume", "lens", in.lens, "worker", in.source, "err", err)
 			rec := CoordRecord{Kind: CoordFinding, Finding: &FindingRecord{Outcome: FindingNotRun, Lens: in.lens, Source: in.source,
 				Reason: "the resumed run could not start it: " + err.Error()}}

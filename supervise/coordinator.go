@@ -2011,6 +2011,14 @@ type JournalPage struct {
 	Oversize *OversizeRow `json:"oversize,omitzero"`
 }
 
+// MarshalValue encodes the page as read_journal's result: each row as it
+// is journaled, its Data (a canonjson.Value, which encoding/json would
+// write as {}) included.
+func (p JournalPage) MarshalValue() (canonjson.Value, error) {
+	type plain JournalPage
+	return canonjson.ToValue(plain(p))
+}
+
 // OversizeRow is a journal row larger than a read_journal page's
 // byte bound.
 type OversizeRow struct {
@@ -2123,7 +2131,7 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 				k := replayKey(req)
 				c.pending(r.Node, k)
 			}
-		case KindAnalysisRequested, KindAfterSettle:
+		case KindAnalysisRequested, KindAnalysisRefused, KindAfterSettle:
 			if err := c.replayAnalyst(r); err != nil {
 				return err
 			}

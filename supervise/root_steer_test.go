@@ -88,11 +88,12 @@ func untilAnswered(ctx context.Context, dir, op string) (supervise.SteerAck, err
 }
 
 // endsOnUser checks that a turn's transcript ends on the user message
-// want and holds it once.
+// want and holds it once as a user message (a read_journal result may
+// quote the steer's journal record, which is not a delivery).
 func endsOnUser(msgs []contract.ChatMessage, want string) error {
 	n := 0
 	for _, m := range msgs {
-		if m.Content != nil && strings.Contains(*m.Content, want) {
+		if m.Role == contract.ChatUser && m.Content != nil && strings.Contains(*m.Content, want) {
 			n++
 		}
 	}

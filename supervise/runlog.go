@@ -2,7 +2,6 @@ package supervise
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -712,7 +711,10 @@ func (l *runLog) page(since int, kinds []string, limit, maxBytes int) ([]Record,
 			continue
 		}
 		if maxBytes > 0 {
-			b, err := json.Marshal(r)
+			// Measured as read_journal encodes it: encoding/json would
+			// write the row's Data (a canonjson.Value) as {}.
+			v, err := canonjson.ToValue(r)
+			b := canonjson.Marshal(v)
 			n := len(b)
 			if len(out) > 0 {
 				n++ // the comma before it

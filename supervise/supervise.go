@@ -1063,6 +1063,7 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 		// managers still driving.
 		c.resumeAnalyses(c.workCtx)
 		c.redriveManagers()
+		c.resumeNestedAnalyses(c.workCtx)
 	}
 	if resumeErr != nil {
 		brain = BrainFunc(func(context.Context, *Coordinator, string) (BrainReport, error) {
