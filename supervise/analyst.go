@@ -948,8 +948,11 @@ func (c *Coordinator) startIntents(ctx context.Context, intents []analysisIntent
 			continue
 		}
 		v := c.viewOf(in.manager)
+		c.mu.Lock()
+		driven := v.workCtx != nil
+		c.mu.Unlock()
 		var err error
-		if v.workCtx == nil {
+		if !driven {
 			err = fmt.Errorf("its manager %s is not driven again", in.manager)
 		} else {
 			_, err = v.RunAnalyst(ctx, RunAnalystArgs{Kind: in.lens, WorkerID: in.source})
