@@ -16,7 +16,6 @@ import (
 
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/internal/pgtest"
-	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/providers/scripted"
 	"github.com/agentrt/agentrt/store"
@@ -116,7 +115,10 @@ func (s hx14SubModel) Turn(ctx context.Context, msgs []contract.ChatMessage, _ [
 			}
 			ev = call("s2", supervise.VerbListQuestions, map[string]any{})
 		case name == supervise.VerbListQuestions && listed(msgs) < 6:
-			time.Sleep(20 * time.Millisecond) // the decision joins the inbox just after the root's answer returned
+			// The decision joins the inbox just after the root's answer
+			// returned (askUp's delivery): up to 1.5 s in all, for a
+			// loaded machine under -race.
+			time.Sleep(250 * time.Millisecond)
 			ev = call(fmt.Sprintf("s%d", 2+listed(msgs)), supervise.VerbListQuestions, map[string]any{})
 		default:
 			ev = scripted.Text("sub: no answer came")
@@ -154,7 +156,9 @@ func hx14ThreeOptions(dir, phase string, st store.Store, g *hx14Gate, kill func(
 	}
 	delete(o.Profiles, "manager")
 	if st != nil {
-		o.SpawnStore, o.SpawnLeaseTTL = st, kernel.MinLeaseTTL
+		// A lease a loaded machine under -race renews in time; the
+		// resume after the kill waits it out.
+		o.SpawnStore, o.SpawnLeaseTTL = st, storeKillLease
 	}
 	o.ManagerBrain = func(p *profile.Profile) supervise.Brain {
 		var m contract.ChatModel = hx14LeadModel{g}
