@@ -311,6 +311,7 @@ func OpenStoreSpawnLog(ctx context.Context, st store.Store, runID string, o Stor
 	// taken over by another process from under the one reading it.
 	go l.renew()
 	if l.prior, err = l.load(ctx); err != nil {
+		err = l.failed(err)
 		l.Close()
 		return nil, err
 	}
@@ -334,16 +335,30 @@ func (l *StoreSpawnLog) bound(ctx context.Context, timeout time.Duration) (conte
 	}
 }
 
-// cutErr is err, a store call's failure, with the lease's loss when the
-// loss cut the call (bound): the call's outcome is unknown (a write
-// may have committed before the cut), and it failed because this
-// process no longer holds the log (errors.Is store.ErrFenced).
-func (l *StoreSpawnLog) cutErr(err error) error {
-	if err == nil || errors.Is(err, store.ErrFenced) {
+// failed is err, a store call's failure, as this process's loss of the
+// run where it is one. A refusal by the fence is returned as it is. Any
+// other failure — a timeout, a connection that died, a call the lease's
+// loss cut (bound) — leaves the call's outcome unknown (a write may have
+// committed), and is also the loss (matching ErrSpawnLogLost and
+// store.ErrFenced) once the lease as last written has run out: past it
+// another process may have taken the run over, as the renewal would
+// conclude. A process paused past its lease in the middle of a call
+// wakes with the call's timer and the renewal's tick due at once; the
+// call's failure must not read as a mere unknown outcome of a run still
+// its own.
+func (l *StoreSpawnLog) failed(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, store.ErrFenced) {
+		l.lose(err)
 		return err
 	}
-	if held := l.Held(); held != nil && l.leaseCtx.Err() != nil {
-		return fmt.Errorf("%w (cut when the lease was lost: %w)", err, held)
+	if lapsed := l.lapsed(time.Now()); lapsed != nil {
+		l.lose(lapsed)
+	}
+	if held := l.Held(); held != nil {
+		return fmt.Errorf("%w (and %w: %w)", err, ErrSpawnLogLost, held)
 	}
 	return err
 }
@@ -553,8 +568,7 @@ func (l *StoreSpawnLog) Confirm(ctx context.Context) error {
 		r.Doc = withLease(r.Doc, until)
 		return nil
 	}); err != nil {
-		l.lose(err)
-		return fmt.Errorf("supervise: confirming the spawn journal's lease: %w", l.cutErr(err))
+		return fmt.Errorf("supervise: confirming the spawn journal's lease: %w", l.failed(err))
 	}
 	l.extend(until)
 	return nil
@@ -572,7 +586,7 @@ func (l *StoreSpawnLog) putRecord(ctx context.Context, v canonjson.Value) error 
 		r.Doc = r.Doc.With(RunRecordMember, v)
 		return nil
 	})
-	return l.cutErr(err)
+	return l.failed(err)
 }
 
 // blobScope is the store scope of a store spawn log's result blobs: one
@@ -591,7 +605,7 @@ func (l *StoreSpawnLog) PutBlob(ctx context.Context, ref string, v canonjson.Val
 	rec := store.Idempotency{Scope: blobScope, Key: l.fence.RunID + "/" + ref, RequestDigest: ref, Result: v, CreatedAt: time.Now()}
 	got, _, err := l.st.ClaimIdempotency(ctx, rec)
 	if err != nil {
-		return fmt.Errorf("supervise: storing result blob %s: %w", ref, l.cutErr(err))
+		return fmt.Errorf("supervise: storing result blob %s: %w", ref, l.failed(err))
 	}
 	if got.RequestDigest != ref {
 		return fmt.Errorf("supervise: result blob %s: the store holds another blob under its name", ref)
@@ -607,7 +621,7 @@ func (l *StoreSpawnLog) GetBlob(ctx context.Context, ref string) (canonjson.Valu
 	key := l.fence.RunID + "/" + ref
 	recs, err := l.st.ListIdempotency(ctx, store.IdempotencyQuery{Scope: blobScope, KeyPrefix: key, Limit: 1})
 	if err != nil {
-		return canonjson.Value{}, fmt.Errorf("supervise: reading result blob %s: %w", ref, l.cutErr(err))
+		return canonjson.Value{}, fmt.Errorf("supervise: reading result blob %s: %w", ref, l.failed(err))
 	}
 	if len(recs) == 0 || recs[0].Key != key {
 		return canonjson.Value{}, fs.ErrNotExist
@@ -655,8 +669,7 @@ func (l *StoreSpawnLog) Append(ctx context.Context, recs ...Record) error {
 	ctx, cancel := l.bound(ctx, spawnLogCallTimeout(l.ttl))
 	defer cancel()
 	if _, err := l.st.AppendEvents(ctx, l.fence, evs); err != nil {
-		l.lose(err)
-		return fmt.Errorf("supervise: journal append: %w", l.cutErr(err))
+		return fmt.Errorf("supervise: journal append: %w", l.failed(err))
 	}
 	return nil
 }

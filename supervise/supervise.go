@@ -903,6 +903,11 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 			rec.DeadlineMS = deadline.UnixMilli()
 		}
 		if err := log.append(ctx, rec); err != nil {
+			if errors.Is(err, store.ErrFenced) || errors.Is(err, ErrSpawnLogLost) {
+				// Taken over (or past its lease) before its first record:
+				// the run is the other process's to start.
+				return SupervisedResult{}, spawnLogLost(err)
+			}
 			return SupervisedResult{}, err
 		}
 	}
