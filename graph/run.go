@@ -151,7 +151,10 @@ func RunGraph(ctx context.Context, g Graph, o Options) (GraphResult, error) {
 		refusals: map[string]int{}}
 	so := o.Supervise
 	so.Budget = *g.Budget
-	so.Deliverable = supervise.Deliverable{Check: r.checkOutput, Describe: g.Deliverable.Describe}
+	// The graph's check (its Timeout and Identity too) through
+	// checkOutput, which keeps analyst nodes from delivering.
+	so.Deliverable = g.Deliverable
+	so.Deliverable.Check = r.checkOutput
 	so.Profiles = map[string]*profile.Profile{}
 	for id, n := range pl.workers {
 		so.Profiles[id] = n.Profile

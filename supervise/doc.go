@@ -190,7 +190,11 @@
 // journaled one, as must the manager profile, else Supervise refuses
 // before anything runs with a *ResumeError wrapping a
 // *ResumeMismatchError that names the option, the record's JSON
-// pointer, and both values. A journal written before these were
+// pointer, and both values. The deliverable check is held the same way
+// when it is named: the digest of Deliverable.Identity is journaled,
+// and a resume naming another rule is refused (the run's earlier
+// settlements were judged by the first; a check is code, so it cannot
+// be adopted from the journal, and an unnamed one is not compared). A journal written before these were
 // journaled resumes with the caller's Budget and PerWorker (then
 // required) and an unchecked manager, and the Logger is told so; its
 // task was always journaled and is held the same way. ReadRunStarted

@@ -28,12 +28,13 @@ import (
 // empty task) to adopt the journaled value.
 type ResumeMismatchError struct {
 	// Field names the option that differs: "Task", "manager" (the
-	// manager profile), "Budget.Tokens", "Budget.Iterations",
-	// "Budget.MicroUSD", "Budget.Resources[NAME]", or the same under
-	// "PerWorker.".
+	// manager profile), "Deliverable" (its Identity), "Budget.Tokens",
+	// "Budget.Iterations", "Budget.MicroUSD", "Budget.Resources[NAME]",
+	// or the same under "PerWorker.".
 	Field string
 	// Pointer is the JSON pointer of the value in the journal's
-	// run-started record ("/budget/tokens", "/task", "/managerDigest").
+	// run-started record ("/budget/tokens", "/task", "/managerDigest",
+	// "/deliverableDigest").
 	Pointer string
 	// Journaled and Given are the two values as text; an uncapped
 	// channel is "none".
@@ -93,6 +94,11 @@ func adoptJournaled(first Record, o *Options, task, managerDigest string, logger
 		logger.Warn("supervise: the run's journal predates journaled manager digests; resuming with the given manager profile unchecked", "run", first.RunID)
 	} else if managerDigest != first.ManagerDigest {
 		return out, &ResumeMismatchError{Field: "manager", Pointer: "/managerDigest", Journaled: first.ManagerDigest, Given: managerDigest}
+	}
+	// The check's rule: compared when both the journal and the caller
+	// identify it (Deliverable.Identity).
+	if given := o.Deliverable.identityDigest(); given != "" && first.DeliverableDigest != "" && given != first.DeliverableDigest {
+		return out, &ResumeMismatchError{Field: "Deliverable", Pointer: "/deliverableDigest", Journaled: first.DeliverableDigest, Given: given}
 	}
 	if first.Budget == nil {
 		logger.Warn("supervise: the run's journal predates journaled budgets; resuming with the given Budget and PerWorker", "run", first.RunID)

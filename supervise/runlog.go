@@ -246,12 +246,14 @@ type Record struct {
 	// Recovered: a settlement of a worker left in doubt, read from its
 	// recovered execution by a resumed run (Recoverer).
 	Recovered bool `json:"recovered,omitzero"`
-	// PerWorker and ManagerDigest are a run-started record's per-worker
-	// default and manager profile digest; its Budget is the run's
-	// budget. A resume checks the caller's options against them
+	// PerWorker, ManagerDigest and DeliverableDigest are a run-started
+	// record's per-worker default, manager profile digest and the digest
+	// of its Deliverable's Identity (when it has one); its Budget is the
+	// run's budget. A resume checks the caller's options against them
 	// (ResumeMismatchError). Journals written before carry none.
-	PerWorker     *BudgetRecord `json:"perWorker,omitzero"`
-	ManagerDigest string        `json:"managerDigest,omitzero"`
+	PerWorker         *BudgetRecord `json:"perWorker,omitzero"`
+	ManagerDigest     string        `json:"managerDigest,omitzero"`
+	DeliverableDigest string        `json:"deliverableDigest,omitzero"`
 	// Messages are a transcript record's messages (KindTranscript): what
 	// the manager Node's conversation gained since its previous one.
 	Messages []TranscriptMessage `json:"messages,omitzero"`

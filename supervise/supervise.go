@@ -44,6 +44,24 @@ type Deliverable struct {
 	// delivered. A check should return when its ctx ends; one that does
 	// not is abandoned, never waited for.
 	Timeout time.Duration
+	// Identity names the check's rule — text that changes whenever what
+	// passes does (agentrt supervise gives its --expect, --check-cmd and
+	// --check-timeout). Its digest is journaled with the run's start,
+	// and a resume given another Identity is refused
+	// (ResumeMismatchError, Field "Deliverable"): the results the run
+	// judged before the restart were judged by the first rule, and a run
+	// whose rule changed halfway delivers by neither. Empty: the check is
+	// not identified, and a resume does not compare it.
+	Identity string
+}
+
+// identityDigest is the journaled digest of a Deliverable's Identity;
+// "" when it has none.
+func (d Deliverable) identityDigest() string {
+	if d.Identity == "" {
+		return ""
+	}
+	return canonjson.DigestBytes([]byte(d.Identity))
 }
 
 // DefaultCheckTimeout bounds a deliverable check whose Deliverable sets
@@ -895,7 +913,7 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 		}
 	} else {
 		rec := Record{Kind: KindRunStarted, RunID: runID, StartedAtMS: start.UnixMilli(), Task: task,
-			Budget: budgetRecord(o.Budget), ManagerDigest: managerDigest}
+			Budget: budgetRecord(o.Budget), ManagerDigest: managerDigest, DeliverableDigest: o.Deliverable.identityDigest()}
 		if !zeroBudget(o.PerWorker) {
 			rec.PerWorker = budgetRecord(o.PerWorker)
 		}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/delegation"
 	"github.com/agentrt/agentrt/improve/search"
@@ -295,6 +296,26 @@ const maxCheckOutput = 2 << 10
 // is given, one for which cmd exits 0 too — the command runs only on a
 // result the text check passed.
 func deliverableOf(expect, cmd string, timeout time.Duration) supervise.Deliverable {
+	d := combinedDeliverable(expect, cmd, timeout)
+	d.Identity = deliverableIdentity(expect, cmd, timeout)
+	return d
+}
+
+// deliverableIdentity names the rule of the --expect, --check-cmd and
+// --check-timeout flags (supervise.Deliverable.Identity): canonical
+// JSON of the three, the timeout only with a command, which it bounds.
+// Only its digest is journaled: a command may carry a credential.
+func deliverableIdentity(expect, cmd string, timeout time.Duration) string {
+	ms := []canonjson.Member{{Name: "expect", Value: canonjson.StringValue(expect)}}
+	if cmd != "" {
+		ms = append(ms, canonjson.Member{Name: "checkCmd", Value: canonjson.StringValue(cmd)},
+			canonjson.Member{Name: "checkTimeout", Value: canonjson.StringValue(timeout.String())})
+	}
+	return string(canonjson.Marshal(canonjson.ObjectValue(ms)))
+}
+
+// combinedDeliverable is deliverableOf's check, unnamed.
+func combinedDeliverable(expect, cmd string, timeout time.Duration) supervise.Deliverable {
 	text := expectDeliverable(expect)
 	if cmd == "" {
 		return text

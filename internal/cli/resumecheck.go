@@ -104,10 +104,13 @@ func resumeBudgets(cmd *cobra.Command, budgetTokens, iterations, workerTokens in
 // superviseResumeFlags name the flag (or argument) of agentrt supervise
 // behind each option a resume is held to.
 var superviseResumeFlags = map[string]string{
-	"Task": "--task", "manager": "MANAGER-PROFILE",
+	"Task": "--task", "manager": "MANAGER-PROFILE", "Deliverable": deliverableFlags,
 	"Budget.Tokens": "--budget-tokens", "Budget.Iterations": "--iterations", "Budget.MicroUSD": "--budget-usd",
 	"PerWorker.Tokens": "--worker-tokens", "PerWorker.MicroUSD": "--worker-usd", "PerWorker.Iterations": "the per-worker iterations",
 }
+
+// deliverableFlags are the flags of a run's deliverable check.
+const deliverableFlags = "--expect, --check-cmd and --check-timeout"
 
 // graphRunFlag is the key that marks graphResumeFlags as agentrt
 // graph's: its other options live in the graph file, not in flags.
@@ -116,7 +119,7 @@ const graphRunFlag = "\x00graph"
 // graphResumeFlags are superviseResumeFlags for agentrt graph, whose
 // budget is the graph file's.
 var graphResumeFlags = map[string]string{
-	"Task": "--task", "manager": "the root node's profile", graphRunFlag: "",
+	"Task": "--task", "manager": "the root node's profile", "Deliverable": deliverableFlags, graphRunFlag: "",
 	"budget.tokens": "the graph's budget.tokens", "budget.iterations": "the graph's budget.iterations", "budget.usd": "the graph's budget.usd",
 }
 
@@ -135,6 +138,9 @@ func resumeRefusal(err error, flags map[string]string) error {
 	journaled, given := m.Journaled, m.Given
 	if m.Field == "Budget.MicroUSD" || m.Field == "PerWorker.MicroUSD" {
 		journaled, given = microDollars(journaled), microDollars(given)
+	}
+	if m.Field == "Deliverable" {
+		return usage("%s: the run started with another deliverable check (the journal holds its digest %s; these flags give %s): a resumed run keeps the check its earlier results were judged by; resume with the check flags that started the run", name, journaled, given)
 	}
 	if m.Field == "manager" {
 		return usage("%s is not the manager profile the run started with (its digest is %s, the journal holds %s): resume with the profile that started the run", name, given, journaled)

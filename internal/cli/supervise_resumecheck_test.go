@@ -3,6 +3,7 @@ package cli_test
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -31,8 +32,8 @@ func spawnedTasks(t *testing.T, dir string) []string {
 // continues the run on its journaled task and budget (its process died
 // right after run-started); given flags that differ from the journal
 // it refuses with exit 2, naming the flag and what the journal holds;
-// given the journaled values it resumes; another manager profile is
-// refused too.
+// given the journaled values it resumes; another manager profile, or
+// another deliverable check (--expect, --check-cmd), is refused too.
 func TestSuperviseResumeKeepsTheJournaledTaskAndBudget(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(t.TempDir(), "runs.db")
@@ -80,6 +81,14 @@ func TestSuperviseResumeKeepsTheJournaledTaskAndBudget(t *testing.T) {
 		!strings.Contains(errOut, "MANAGER-PROFILE is not the manager profile the run started with") {
 		t.Errorf("--resume with another manager profile: exit %d, want 2\n%s%s", code, out, errOut)
 	}
+	// The check is the run's too: the first process judged by "any
+	// non-empty result" (no --expect), and its results stand judged so.
+	for _, args := range [][]string{{"--expect", "Done"}, {"--check-cmd", "true"}} {
+		if out, errOut, code := run(t, "", append(append(base, "--resume"), args...)...); code != 2 ||
+			!strings.Contains(errOut, "--expect, --check-cmd and --check-timeout: the run started with another deliverable check") {
+			t.Errorf("--resume %q: exit %d, want 2 naming the check flags\n%s%s", args, code, out, errOut)
+		}
+	}
 	if out, errOut, code := run(t, "", append(base, "--resume", "--task", "Write release notes.", "--budget-tokens", "50000", "--iterations", "5")...); code != 0 {
 		t.Errorf("--resume with the journaled values: exit %d\n%s%s", code, out, errOut)
 	}
@@ -104,8 +113,8 @@ func TestSuperviseStoreJournalResumeKeepsTheJournaledBudget(t *testing.T) {
 
 // RES-03, behaviour 46 through agentrt graph: --resume without --task
 // continues on the journaled task; a graph file whose budget changed,
-// or another --task, is refused with exit 2 saying what the journal
-// holds.
+// or another --task or --expect, is refused with exit 2 saying what the
+// journal holds.
 func TestGraphResumeKeepsTheJournaledTaskAndBudget(t *testing.T) {
 	graphFile := writeFile(t, "graph.json", twoNodeGraph)
 	richer := writeFile(t, "richer.json", strings.Replace(twoNodeGraph, `"tokens": 5000`, `"tokens": 9000`, 1))
@@ -141,5 +150,12 @@ func TestGraphResumeKeepsTheJournaledTaskAndBudget(t *testing.T) {
 	if out, errOut, code := run(t, "", append([]string{"graph", graphFile, "--resume", "--task", "Break the build."}, rest...)...); code != 2 ||
 		!strings.Contains(errOut, `--task "Break the build." differs from the run's journal, which holds "Make the login test pass."`) {
 		t.Errorf("--resume with another --task: exit %d, want 2\n%s%s", code, out, errOut)
+	}
+	// Another check: --expect "test fixed" where the run judged by "patch".
+	other := slices.Clone(rest)
+	other[slices.Index(other, "patch")] = "test fixed"
+	if out, errOut, code := run(t, "", append([]string{"graph", graphFile, "--resume"}, other...)...); code != 2 ||
+		!strings.Contains(errOut, "--expect, --check-cmd and --check-timeout: the run started with another deliverable check") {
+		t.Errorf("--resume with another --expect: exit %d, want 2\n%s%s", code, out, errOut)
 	}
 }
