@@ -2052,6 +2052,25 @@ func (c *Coordinator) ReadJournal(a JournalArgs) JournalPage {
 	return JournalPage{Rows: rows, NextRow: next, More: more, Oversize: over}
 }
 
+// checkJournalArgs refuses what read_journal's caller cannot have
+// meant, naming the argument's JSON pointer: a kind no record has (a
+// misspelt kind would page through the whole journal and answer an
+// empty page, as if nothing of that kind happened), and a sinceRow
+// before the first row or past the last (a cursor from nowhere: the
+// page would be empty and its nextRow would skip every row journaled
+// until the journal reached it).
+func (c *Coordinator) checkJournalArgs(a JournalArgs) error {
+	for i, k := range a.Kinds {
+		if !slices.Contains(journalKinds, k) {
+			return &VerbRefusal{Code: "invalid-kind", Reason: fmt.Sprintf("/kinds/%d: %q is not a journal record kind: give %s, or leave kinds out for every kind but transcript", i, clip(k, 64), strings.Join(journalKinds, ", "))}
+		}
+	}
+	if rows := c.log.length(); a.SinceRow < 0 || a.SinceRow > rows {
+		return &VerbRefusal{Code: "invalid-row", Reason: fmt.Sprintf("/sinceRow: %d is not a row of the journal, which holds rows 0 to %d: give 0, or a page's nextRow", a.SinceRow, rows)}
+	}
+	return nil
+}
+
 // VerbRefusal is a coordination verb's refusal other than a spawn's:
 // a tool result {error: Code, reason: Reason}.
 type VerbRefusal struct {

@@ -738,6 +738,26 @@ func (l *runLog) page(since int, kinds []string, limit, maxBytes int) ([]Record,
 	return out, i, i < l.rows.len(), over
 }
 
+// length is how many rows the journal holds, prior processes' included.
+func (l *runLog) length() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.rows.len()
+}
+
+// journalKinds are the kinds of record a run's journal holds, sorted:
+// the kinds read_journal's filter may name.
+var journalKinds = []string{
+	KindAborted, KindAfterSettle, KindAnalysisRefused, KindAnalysisRequested, KindAnalystDefined,
+	KindBreakerTripped, KindCancelAcknowledged, KindCancelRequested, KindDeadlinePassed,
+	KindDriverAttempt, KindDriverTurn, KindDriverTurnEnded, KindEdge, KindEnvironmentTeardown,
+	KindExecutionBound, KindExtraToolCalled, KindExtraToolDone, KindFindingDetected, KindFinished,
+	KindGraph, KindMail, KindMetered, KindProgressStopped, KindQuestionAsked, KindQuestionDecided,
+	KindQuestionEscalated, KindRecoveryFailed, KindRunCancelAcknowledged, KindRunCancelRequested,
+	KindRunStarted, KindSettled, KindSpawned, KindSteerAcknowledged, KindSteerRequested,
+	KindSubmitted, KindTeardownUnconfirmed, KindTraceUnpropagated, KindTranscript, KindWorkerRetry,
+}
+
 // rowChunk is how many records one chunk of recordRows holds.
 const rowChunk = 256
 

@@ -201,6 +201,9 @@ func (c *Coordinator) Tools() ([]contract.Tool, error) {
 		if a.MaxBytes <= 0 {
 			a.MaxBytes = DefaultJournalPageBytes
 		}
+		if err := c.checkJournalArgs(a); err != nil {
+			return JournalPage{}, err
+		}
 		return c.ReadJournal(a), nil
 	}))
 	add(verb(VerbAskParent, "Ask this manager's parent a question {from, level, question, reason, urgency, options?: [{label, tradeoff}]}. Read its status: queued-for-parent means a parent now holds the question and its answer will reach you; no-parent means nothing will route an answer back, so decide it yourself and do not wait.", c.AskParent,
