@@ -376,10 +376,14 @@ func BuiltinLenses() []Lens {
 }
 
 // lensMenu is a run's lenses: built-ins, the caller's, then those the
-// manager defined, in that order. Guarded by Coordinator.mu.
+// managers defined, in that order. Guarded by Coordinator.mu.
 type lensMenu struct {
 	lenses  []Lens
 	defined int
+	// definers names the manager that defined each defined lens (the
+	// last defined of lenses, in order): §9 bounds definitions per
+	// manager, while the menu is the run's.
+	definers []NodeID
 	// earlier counts the defined lenses an earlier process journaled
 	// (the first of the defined ones).
 	earlier int
@@ -416,6 +420,25 @@ func (m *lensMenu) definedAs(id string, def canonjson.Value) bool {
 	return false
 }
 
+// add puts lens l, defined by manager, on the menu.
+func (m *lensMenu) add(l Lens, manager NodeID) {
+	m.lenses = append(m.lenses, l)
+	m.definers = append(m.definers, manager)
+	m.defined++
+}
+
+// definedBy returns the ids of the lenses manager defined, in order.
+func (m *lensMenu) definedBy(manager NodeID) []string {
+	var out []string
+	first := len(m.lenses) - m.defined
+	for i, by := range m.definers {
+		if by == manager {
+			out = append(out, m.lenses[first+i].ID)
+		}
+	}
+	return out
+}
+
 func (m *lensMenu) find(id string) (Lens, bool) {
 	for _, l := range m.lenses {
 		if l.ID == id {
@@ -450,7 +473,7 @@ type AnalystList struct {
 func (c *Coordinator) ListAnalysts() AnalystList {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := AnalystList{Analysts: []LensSummary{}, DefinitionsLeft: MaxDefinedLenses - c.lenses.defined}
+	out := AnalystList{Analysts: []LensSummary{}, DefinitionsLeft: MaxDefinedLenses - len(c.lenses.definedBy(c.self))}
 	first := len(c.lenses.lenses) - c.lenses.defined
 	for i, l := range c.lenses.lenses {
 		out.Analysts = append(out.Analysts, LensSummary{ID: l.ID, Description: l.Description, Area: l.Area, Question: l.Question,
@@ -492,12 +515,8 @@ func (c *Coordinator) DefineAnalyst(ctx context.Context, l Lens) (DefineAnalystR
 	c.mu.Lock()
 	onMenu, exists := c.lenses.find(l.ID)
 	same := exists && c.lenses.definedAs(l.ID, data)
-	full := c.lenses.defined >= MaxDefinedLenses
-	left := MaxDefinedLenses - c.lenses.defined
-	var defined []string
-	for _, d := range c.lenses.lenses[len(c.lenses.lenses)-c.lenses.defined:] {
-		defined = append(defined, d.ID)
-	}
+	defined := c.lenses.definedBy(c.self)
+	left := MaxDefinedLenses - len(defined)
 	c.mu.Unlock()
 	accepted := DefineAnalystResult{ID: l.ID, Defined: true, Limits: l.Limits, MinimumEvidenceCitations: l.MinimumEvidenceCitations}
 	switch {
@@ -510,18 +529,18 @@ func (c *Coordinator) DefineAnalyst(ctx context.Context, l Lens) (DefineAnalystR
 	case exists:
 		return DefineAnalystResult{}, &VerbRefusal{Code: "duplicate-analyst", Reason: "lens " + strconv.Quote(l.ID) + " is already on the menu (" +
 			clip(onMenu.Description, 300) + "); choose another id"}
-	case full:
+	case left <= 0:
 		return DefineAnalystResult{}, &VerbRefusal{Code: "max-defined-analysts", Reason: fmt.Sprintf("a manager defines at most %d lenses (defined: %s); run the ones you have",
 			MaxDefinedLenses, strings.Join(defined, ", "))}
 	}
-	if err := c.log.append(ctx, Record{Kind: KindAnalystDefined, Data: data}); err != nil {
+	// Journaled with its manager, whose eight it counts against.
+	if err := c.log.append(ctx, Record{Kind: KindAnalystDefined, Node: c.self, Data: data}); err != nil {
 		return DefineAnalystResult{}, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.lenses.lenses = append(c.lenses.lenses, l)
-	c.lenses.defined++
-	accepted.DefinitionsLeft = MaxDefinedLenses - c.lenses.defined
+	c.lenses.add(l, c.self)
+	accepted.DefinitionsLeft = MaxDefinedLenses - len(c.lenses.definedBy(c.self))
 	return accepted, nil
 }
 
@@ -811,8 +830,13 @@ func (c *Coordinator) replayAnalyst(r Record) error {
 			return &ResumeError{RunDir: c.log.dir, Reason: "a journaled lens is invalid", Err: err}
 		}
 		if _, ok := c.lenses.find(l.ID); !ok {
-			c.lenses.lenses = append(c.lenses.lenses, l)
-			c.lenses.defined++
+			// A journal written before definitions named their manager
+			// made them all the root's.
+			by := r.Node
+			if by == "" {
+				by = c.root.self
+			}
+			c.lenses.add(l, by)
 			c.lenses.earlier++
 		}
 	case KindSpawned:
