@@ -458,48 +458,39 @@ func (y *layout) apply(r *Record) (ProgressRecord, bool) {
 // record: its operation and the effect it has now.
 func controlProgress(r *Record, at int64) (ProgressRecord, bool) {
 	p := ProgressRecord{AtMS: at, Node: r.Node}
+	var ok bool
 	switch r.Kind {
 	case KindSteerRequested:
-		var v SteerRequest
-		if canonjson.FromValue(r.Data, &v) != nil {
-			return p, false
-		}
-		p.Kind, p.OperationID, p.Effect = ProgressSteer, v.OperationID, string(SteerUnknown)
+		ok = progressOf(r, &p, ProgressSteer, func(v SteerRequest) (string, string) { return v.OperationID, string(SteerUnknown) })
 	case KindSteerAcknowledged:
-		var v SteerAck
-		if canonjson.FromValue(r.Data, &v) != nil {
-			return p, false
-		}
-		p.Kind, p.OperationID, p.Effect = ProgressSteer, v.OperationID, string(v.Effect)
+		ok = progressOf(r, &p, ProgressSteer, func(v SteerAck) (string, string) { return v.OperationID, string(v.Effect) })
 	case KindCancelRequested:
-		var v CancelRequest
-		if canonjson.FromValue(r.Data, &v) != nil {
-			return p, false
-		}
-		p.Kind, p.OperationID, p.Effect = ProgressCancel, v.OperationID, "requested"
+		ok = progressOf(r, &p, ProgressCancel, func(v CancelRequest) (string, string) { return v.OperationID, "requested" })
 	case KindCancelAcknowledged:
-		var v WorkerCancellation
-		if canonjson.FromValue(r.Data, &v) != nil {
-			return p, false
-		}
-		p.Kind, p.OperationID, p.Effect = ProgressCancel, v.OperationID, string(v.Effect)
+		ok = progressOf(r, &p, ProgressCancel, func(v WorkerCancellation) (string, string) { return v.OperationID, string(v.Effect) })
 	case KindRunCancelRequested:
-		var v RunCancelRequest
-		if canonjson.FromValue(r.Data, &v) != nil {
-			return p, false
-		}
-		p.Kind, p.OperationID, p.Effect = ProgressCancel, v.OperationID, "requested"
+		ok = progressOf(r, &p, ProgressCancel, func(v RunCancelRequest) (string, string) { return v.OperationID, "requested" })
 	case KindRunCancelAcknowledged:
-		var v RunCancellation
-		if canonjson.FromValue(r.Data, &v) != nil {
-			return p, false
-		}
-		p.Kind, p.OperationID, p.Effect = ProgressCancel, v.OperationID, string(v.Effect)
-	default:
+		ok = progressOf(r, &p, ProgressCancel, func(v RunCancellation) (string, string) { return v.OperationID, string(v.Effect) })
+	}
+	if !ok {
 		return p, false
 	}
 	p.ID = p.Kind + ":" + p.OperationID + ":" + p.Effect
 	return p, true
+}
+
+// progressOf fills p, a control record's progress line of kind, from
+// r's data decoded as a T: its operation id and effect, as op reads
+// them. It reports false when the data is not a T.
+func progressOf[T any](r *Record, p *ProgressRecord, kind string, op func(T) (id, effect string)) bool {
+	var v T
+	if canonjson.FromValue(r.Data, &v) != nil {
+		return false
+	}
+	p.Kind = kind
+	p.OperationID, p.Effect = op(v)
+	return true
 }
 
 // observe folds an appended record into the layout: a progress line
