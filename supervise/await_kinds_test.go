@@ -121,3 +121,34 @@ func TestAwaitRefusesAnUnknownKind(t *testing.T) {
 		return nil
 	})
 }
+
+// An await_event for some kinds answered idle — nothing of those kinds
+// will come — with settlements still queued, and did not say so: a
+// manager waiting for questions read "idle" as nothing left and could
+// stop with three results unread. Idle (and pending) answers to a
+// filtered call count the other kinds still queued; an unfiltered call
+// has none to count.
+func TestAwaitIdleNamesWhatElseIsQueued(t *testing.T) {
+	backlogRun(t, 3, func(ctx context.Context, c *supervise.Coordinator) error {
+		r, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 1_000, Kinds: []string{supervise.EventQuestion}})
+		if err != nil {
+			return err
+		}
+		if diff := cmp.Diff(map[string]int{supervise.EventSettled: 3}, r.Queued); !r.Idle || diff != "" {
+			t.Errorf("idle for questions: %+v (queued -want +got):\n%s", r, diff)
+		}
+		for range 3 {
+			if r, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 1_000}); err != nil || r.Event == nil {
+				return fmt.Errorf("await: %+v, %v", r, err)
+			}
+		}
+		r, err = c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 1_000, Kinds: []string{supervise.EventQuestion}})
+		if err != nil {
+			return err
+		}
+		if !r.Idle || r.Queued != nil {
+			t.Errorf("idle with nothing queued: %+v, want no queued", r)
+		}
+		return nil
+	})
+}

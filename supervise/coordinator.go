@@ -1228,6 +1228,27 @@ func (c *Coordinator) takeSeqLocked(kinds []string) (Event, int64, bool) {
 	return best.pop(), seq, true
 }
 
+// queuedBesides counts the queued events of the kinds not in kinds, by
+// kind; nil when kinds is empty (a call for any kind took the first) or
+// nothing else waits.
+func (c *Coordinator) queuedBesides(kinds []string) map[string]int {
+	if len(kinds) == 0 {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out map[string]int
+	for k, q := range c.queued {
+		if q != nil && q.len() > 0 && !slices.Contains(kinds, k) {
+			if out == nil {
+				out = map[string]int{}
+			}
+			out[k] = q.len()
+		}
+	}
+	return out
+}
+
 // untake puts back an event Await took (seq its place in the recorded
 // order) whose taker never handed it on — a router manager's call the
 // tool loop could not record (its context ended) — so that the next
@@ -1457,10 +1478,15 @@ type AwaitResult struct {
 	Pending bool   `json:"pending,omitzero"`
 	Stopped bool   `json:"stopped,omitzero"`
 	// Reason says, on a stopped answer, why the run is settling.
-	Reason    string   `json:"reason,omitzero"`
-	Live      []NodeID `json:"live,omitzero"`
-	InDoubt   []NodeID `json:"inDoubt,omitzero"`
-	FreeSlots *int     `json:"freeSlots"`
+	Reason  string   `json:"reason,omitzero"`
+	Live    []NodeID `json:"live,omitzero"`
+	InDoubt []NodeID `json:"inDoubt,omitzero"`
+	// Queued counts, on an idle or pending answer to a call that named
+	// kinds, the events of the other kinds still queued, by kind: idle
+	// means nothing of the kinds asked for will come, not that nothing
+	// waits (a settlement queued behind a wait for questions).
+	Queued    map[string]int `json:"queued,omitzero"`
+	FreeSlots *int           `json:"freeSlots"`
 }
 
 // checkAwaitKinds refuses an await_event kind that is not one (§9:
@@ -1562,7 +1588,7 @@ func (c *Coordinator) Await(ctx context.Context, a AwaitArgs) (AwaitResult, erro
 			// back by a call whose caller went away. (A node the scope
 			// still counts live is in doubt or was never started.)
 			_, free := c.scope.Live()
-			return AwaitResult{Idle: true, InDoubt: c.inDoubtIDs(), FreeSlots: free}, nil
+			return AwaitResult{Idle: true, InDoubt: c.inDoubtIDs(), Queued: c.queuedBesides(a.Kinds), FreeSlots: free}, nil
 		}
 		if timer == nil {
 			timer = time.NewTimer(d)
@@ -1573,7 +1599,7 @@ func (c *Coordinator) Await(ctx context.Context, a AwaitArgs) (AwaitResult, erro
 			// Look once more for a queued event, then answer stopped.
 		case <-timer.C:
 			_, free := c.scope.Live()
-			return AwaitResult{Pending: true, Live: c.liveIDs(), InDoubt: c.inDoubtIDs(), FreeSlots: free}, nil
+			return AwaitResult{Pending: true, Live: c.liveIDs(), InDoubt: c.inDoubtIDs(), Queued: c.queuedBesides(a.Kinds), FreeSlots: free}, nil
 		case <-ctx.Done():
 			return AwaitResult{}, context.Cause(ctx)
 		}

@@ -192,7 +192,7 @@ func (c *Coordinator) Tools() ([]contract.Tool, error) {
 	} else {
 		add(verb(VerbSpawnWorker, spawnDesc, c.Spawn, tools.WithInputSchema(ss)))
 	}
-	add(verb(VerbAwaitEvent, "Wait for the next worker settlement (in recorded order): returns {event}, {idle:true} when nothing is live, {pending:true, live} after the bounded wait, or {stopped:true, reason, live} at once once the run is settling (stop, cancel, deadline); idle, pending and stopped name workers lost in doubt (inDoubt: started before a restart, never settled; observe_agent says why).", c.Await))
+	add(verb(VerbAwaitEvent, "Wait for the next worker settlement (in recorded order): returns {event}, {idle:true} when nothing is live, {pending:true, live} after the bounded wait (both, when kinds were named, with queued: the other kinds' events still waiting, by kind), or {stopped:true, reason, live} at once once the run is settling (stop, cancel, deadline); idle, pending and stopped name workers lost in doubt (inDoubt: started before a restart, never settled; observe_agent says why).", c.Await))
 	add(verb(VerbObserveAgent, "Observe a worker: status, reserved and spent budget, progress (idleMs, stalled, turns, recentActivity, profileChanges, steerable, pendingMessages) and once settled its output and verdict. The output comes in pages of at most 16000 bytes: outputPath (a JSON pointer into {text, output}, default /text), offset and limit choose one; outputBytes is the whole length and nextOffset, when present, the next page's offset.", c.ObservePage))
 	add(verb(VerbSteerAgent, "Send an instruction to a live worker's inbox.", c.steerFromManager))
 	add(verb(VerbSubmitResult, "Submit the run's final result to the deliverable check; the first passing result is kept.", c.Submit))
