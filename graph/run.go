@@ -1034,7 +1034,7 @@ func (d *Driver) Tools() ([]contract.Tool, error) {
 	add(supervise.NewVerb(supervise.VerbAnswerQuestion, "Decide a question: answer, deferReason or escalateTo (parent|user). A decision resolves the question only when delivered to its asker.", d.AnswerQuestion))
 	add(supervise.NewVerb(supervise.VerbRunAnalyst, "", d.RunAnalyst))
 	add(supervise.NewVerb(supervise.VerbDefineAnalyst, "", d.DefineAnalyst))
-	add(supervise.NewVerb(supervise.VerbAwaitEvent, "Wait for the next worker settlement or analyst finding (in recorded order): returns {event}, {idle:true} when nothing is live, or {pending:true, live} after the bounded wait.", d.Await))
+	add(supervise.NewVerb(supervise.VerbAwaitEvent, "Wait for the next worker settlement or analyst finding (in recorded order): returns {event}, {idle:true} when nothing is live, or {pending:true, live} after the bounded wait (both, when kinds were named, with queued: the other kinds' events still waiting, by kind).", d.Await))
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
