@@ -24,10 +24,13 @@ func TestSuperviseResumeRecoversInDoubtWorker(t *testing.T) {
 		t.Skip("runs agentrt in a child process")
 	}
 	dir, db := t.TempDir(), filepath.Join(t.TempDir(), "runs.db")
-	marker := filepath.Join(t.TempDir(), "checking")
+	marker, pass := filepath.Join(t.TempDir(), "checking"), filepath.Join(t.TempDir(), "pass")
 	// The check says it started, then waits as long as its process
-	// lives (and never passes): the kill comes while it runs.
-	check := "touch " + marker + "; while kill -0 $PPID 2>/dev/null; do sleep 0.1; done; exit 1"
+	// lives (and never passes): the kill comes while it runs. Once pass
+	// exists it passes at once — the same check, given again to the
+	// resume (a resumed run keeps its check), judges the recovered
+	// output.
+	check := "test -e " + pass + " && exit 0; touch " + marker + "; while kill -0 $PPID 2>/dev/null; do sleep 0.1; done; exit 1"
 	first := managerScript(t, `{"turns": [`+spawnNote+`, `+awaitOne+`, {"hang": true}]}`)
 	child := exec.Command(os.Args[0], superviseArgsDB(first, dir, db, "--check-cmd", check, "--check-timeout", "2m")...)
 	child.Env = append(os.Environ(), "AGENTRT_CLI_CHILD=1")
@@ -69,8 +72,11 @@ func TestSuperviseResumeRecoversInDoubtWorker(t *testing.T) {
 		t.Fatalf("the killed run journaled %d executions and %d settlements, want 1 and 0", bound, settled)
 	}
 
+	if err := os.WriteFile(pass, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	second := managerScript(t, `{"turns": [`+spawnNote+`, `+awaitOne+`, `+answerDone+`]}`)
-	out, errOut, code := run(t, "", superviseArgsDB(second, dir, db, "--resume", "--json")...)
+	out, errOut, code := run(t, "", superviseArgsDB(second, dir, db, "--resume", "--json", "--check-cmd", check, "--check-timeout", "2m")...)
 	if code != 0 {
 		t.Fatalf("resume: exit %d\n%s%s", code, out, errOut)
 	}
