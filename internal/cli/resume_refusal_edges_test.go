@@ -1,0 +1,114 @@
+package cli_test
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentrt/agentrt/internal/flock"
+	"github.com/agentrt/agentrt/supervise"
+)
+
+// dirContents is every file under dir, by its path relative to dir, as
+// a digest of its content: what a refused command must leave as it was.
+func dirContents(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	got := map[string]string{}
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		if d.IsDir() {
+			got[rel+"/"] = "dir"
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		sum := sha256.Sum256(data)
+		got[rel] = hex.EncodeToString(sum[:])
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// checkUnchanged fails t when dir no longer holds exactly before.
+func checkUnchanged(t *testing.T, dir string, before map[string]string) {
+	t.Helper()
+	if after := dirContents(t, dir); !maps.Equal(before, after) {
+		t.Errorf("the refused command wrote into %s:\nbefore %v\nafter  %v", dir, before, after)
+	}
+}
+
+// holdRunDir takes dir's supervise.lock as a live supervisor on this
+// host holds it (another open file of this process conflicts with it as
+// another process's would), until the test ends.
+func holdRunDir(t *testing.T, dir string) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(dir, supervise.LockFile), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := flock.TryLock(f); err != nil {
+		f.Close()
+		t.Fatalf("taking %s: %v", supervise.LockFile, err)
+	}
+	t.Cleanup(func() {
+		_ = flock.Unlock(f)
+		f.Close()
+	})
+}
+
+// CL15 item 1: `agentrt supervise --resume` (or graph --resume) of a run
+// dir another live process holds is refused at its supervise.lock; the
+// command must not first print "resuming DIR: N journaled records ...",
+// which tells the user it resumed when it did not. The refusal names the
+// dir and what to do (wait for the holder or stop it), exits non-zero,
+// prints nothing on stdout (--json), and writes nothing into the dir.
+// §3.6 "Persistence & resume" (supervise.lock, single-host ownership),
+// behaviour 46, RES-03.
+func TestResumeOfAHeldRunDirClaimsNoResume(t *testing.T) {
+	t.Parallel()
+	for _, command := range []string{"supervise", "graph"} {
+		t.Run(command, func(t *testing.T) {
+			t.Parallel()
+			dir, db := t.TempDir(), filepath.Join(t.TempDir(), "runs.db")
+			args := []string{"supervise", supManager, "--worker", noteWriter}
+			if command == "graph" {
+				args = []string{"graph", reviewGraph, "--directives", directives}
+			}
+			args = append(args, "--task", "Write release notes.", "--run-dir", dir, "--run-id", "held", "--db", db)
+			if _, errOut, code := run(t, "", args...); code != 0 {
+				t.Fatalf("the first run: exit %d\n%s", code, errOut)
+			}
+			holdRunDir(t, dir)
+			before := dirContents(t, dir)
+			out, errOut, code := run(t, "", append(args, "--resume", "--json")...)
+			if code == 0 {
+				t.Errorf("the resume of a held run dir exited 0:\n%s", errOut)
+			}
+			if out != "" {
+				t.Errorf("stdout %q, want nothing: the resume was refused", out)
+			}
+			if strings.Contains(errOut, "resuming") {
+				t.Errorf("stderr claims a resume that was refused:\n%s", errOut)
+			}
+			for _, want := range []string{dir, "is held by", "wait for it to end or stop it"} {
+				if !strings.Contains(errOut, want) {
+					t.Errorf("stderr lacks %q:\n%s", want, errOut)
+				}
+			}
+			checkUnchanged(t, dir, before)
+		})
+	}
+}
