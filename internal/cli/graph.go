@@ -183,6 +183,13 @@ without a winner is also said on stderr), 2 on usage errors.`,
 				if err := resumableRunDir(ctx, where); err != nil {
 					return err
 				}
+				started, err := journaledStart(ctx, where)
+				if err != nil {
+					return err
+				}
+				if err := resumedByThisCommand(started, where, true); err != nil {
+					return err
+				}
 			}
 			if resume && !cmd.Flags().Changed("task") {
 				// A resumed graph run keeps its journaled task.

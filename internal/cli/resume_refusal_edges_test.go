@@ -112,3 +112,48 @@ func TestResumeOfAHeldRunDirClaimsNoResume(t *testing.T) {
 		})
 	}
 }
+
+// CL15 item 2: `agentrt graph --resume` aimed at an agentrt supervise
+// run's dir (a journal without the graph's brief or topology), and
+// `agentrt supervise --resume` aimed at a graph run's dir, are the wrong
+// command for the run: each is refused as a usage error (exit 2, nothing
+// on stdout even with --json) that says what kind of run the dir holds
+// and which command resumes it — not a budget, task or profile mismatch
+// that sends the user to change flags — and writes nothing into the dir.
+// §3.6 (resume keeps the run's options), §3.7, RES-03.
+func TestResumeWithTheOtherCommandIsRefused(t *testing.T) {
+	t.Parallel()
+	superviseRun := func(dir, db string) []string {
+		return []string{"supervise", supManager, "--worker", noteWriter, "--run-dir", dir, "--run-id", "other", "--db", db}
+	}
+	graphRun := func(dir, db string) []string {
+		return []string{"graph", reviewGraph, "--directives", directives, "--run-dir", dir, "--run-id", "other", "--db", db}
+	}
+	for _, tc := range []struct {
+		name          string
+		start, resume func(dir, db string) []string
+		task          bool
+		want          []string
+	}{
+		{"graph at a supervise run", superviseRun, graphRun, false, []string{"agentrt supervise run", "agentrt supervise", "--resume"}},
+		{"graph at a supervise run, with --task", superviseRun, graphRun, true, []string{"agentrt supervise run", "agentrt supervise", "--resume"}},
+		{"supervise at a graph run", graphRun, superviseRun, false, []string{"agentrt graph run", "agentrt graph", "--resume"}},
+		{"supervise at a graph run, with --task", graphRun, superviseRun, true, []string{"agentrt graph run", "agentrt graph", "--resume"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir, db := t.TempDir(), filepath.Join(t.TempDir(), "runs.db")
+			if _, errOut, code := run(t, "", append(tc.start(dir, db), "--task", "Write release notes.")...); code != 0 {
+				t.Fatalf("the first run: exit %d\n%s", code, errOut)
+			}
+			before := dirContents(t, dir)
+			args := append(tc.resume(dir, db), "--resume", "--json")
+			if tc.task {
+				args = append(args, "--task", "Write release notes.")
+			}
+			out, errOut, code := run(t, "", args...)
+			refusedAsUsage(t, out, errOut, code, append(tc.want, dir)...)
+			checkUnchanged(t, dir, before)
+		})
+	}
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentrt/agentrt/graph"
 	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/supervise"
 )
@@ -59,6 +60,28 @@ func resumableRunDir(ctx context.Context, where supervise.Options) error {
 		why += fmt.Sprintf(" and the store holds no journal of run %q", where.RunID)
 	}
 	return usage("--resume: %s, so there is no run to continue: %s", why, what)
+}
+
+// resumedByThisCommand refuses, as a usage error, a --resume of a run
+// the other command started: agentrt graph (graphCmd) at an agentrt
+// supervise run, or agentrt supervise at a graph run (graph.IsGraphRun).
+// Either would otherwise be refused for a budget, task or manager that
+// differs, sending the user to change flags that cannot help, or (a
+// supervise resume given the graph root's profile and budget) drive a
+// graph run without its graph. started is the run's run-started record
+// (nil: no journal yet, nothing to refuse), where names the run.
+func resumedByThisCommand(started *supervise.Record, where supervise.Options, graphCmd bool) error {
+	if started == nil || graph.IsGraphRun(*started) == graphCmd {
+		return nil
+	}
+	name := where.RunDir
+	if where.SpawnStore != nil {
+		name = fmt.Sprintf("run %q in the store", where.RunID)
+	}
+	if graphCmd {
+		return usage("--resume: %s holds an agentrt supervise run, not a graph run: resume it with agentrt supervise MANAGER-PROFILE --resume and the same --run-dir (or --run-id)", name)
+	}
+	return usage("--resume: %s holds an agentrt graph run, not a supervise run: resume it with agentrt graph GRAPH-FILE --resume and the same --run-dir (or --run-id)", name)
 }
 
 // journaledStart is the run-started record of the run a --resume

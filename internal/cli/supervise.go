@@ -302,6 +302,9 @@ none or its journal lost part of it, 2 on usage errors.`,
 				if started, err = journaledStart(ctx, where); err != nil {
 					return err
 				}
+				if err := resumedByThisCommand(started, where, false); err != nil {
+					return err
+				}
 			}
 			if started == nil && strings.TrimSpace(task) == "" {
 				return usage("--task is required (the run to resume has no journal yet)")
