@@ -157,3 +157,54 @@ func TestResumeWithTheOtherCommandIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// A --resume that forgets --journal-in-store, aimed at the dir of a run
+// whose journal is in the store (the dir holds its coordination log,
+// never a spawn-journal.jsonl), found no file journal there and started
+// the run anew under the same id: its workers ran and spent again, a
+// spawn-journal.jsonl was written into the store run's dir, and the run
+// record then clashed with the store's journal (exit 1 after a "winner").
+// And --journal-in-store given to resume a run journaled in its dir was
+// refused as "run f in the store is a supervise run, not a spawn
+// journal". Either is the user's mistake about where the journal is: a
+// usage error saying where it is and which flag to add or drop, nothing
+// written. RES-03 (a resume continues the journaled run, never a new
+// one), §3.6 "Persistence & resume".
+func TestResumeLooksForTheJournalWhereTheRunKeepsIt(t *testing.T) {
+	t.Parallel()
+	for _, command := range []string{"supervise", "graph"} {
+		for _, inStore := range []bool{true, false} {
+			name := command + "/journal in the dir, resumed with --journal-in-store"
+			if inStore {
+				name = command + "/journal in the store, resumed without --journal-in-store"
+			}
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				dir, db := t.TempDir(), filepath.Join(t.TempDir(), "runs.db")
+				args := []string{"supervise", supManager, "--worker", noteWriter}
+				if command == "graph" {
+					args = []string{"graph", reviewGraph, "--directives", directives}
+				}
+				args = append(args, "--task", "Write release notes.", "--run-dir", dir, "--run-id", "where", "--db", db)
+				first := args
+				if inStore {
+					first = append(first, "--journal-in-store")
+				}
+				if _, errOut, code := run(t, "", first...); code != 0 {
+					t.Fatalf("the first run: exit %d\n%s", code, errOut)
+				}
+				before := dirContents(t, dir)
+				resume := append(args, "--resume", "--json")
+				want := []string{dir, "drop --journal-in-store"}
+				if !inStore {
+					resume = append(resume, "--journal-in-store")
+				} else {
+					want = []string{dir, "add --journal-in-store"}
+				}
+				out, errOut, code := run(t, "", resume...)
+				refusedAsUsage(t, out, errOut, code, want...)
+				checkUnchanged(t, dir, before)
+			})
+		}
+	}
+}

@@ -28,7 +28,8 @@ import (
 // run's traces without a journal yet stays resumable: a process killed
 // before its first record leaves one (RES-03), and --resume then starts
 // the run; so does a journal in the store resumed on a machine without
-// the dir.
+// the dir. A run dir whose journal is not where the flags look for it
+// is refused too (journalKeptElsewhere).
 func resumableRunDir(ctx context.Context, where supervise.Options) error {
 	dir := where.RunDir
 	info, err := os.Stat(dir)
@@ -45,6 +46,9 @@ func resumableRunDir(ctx context.Context, where supervise.Options) error {
 		entries, err := os.ReadDir(dir)
 		if err != nil || len(entries) == 0 {
 			return nil
+		}
+		if err := journalKeptElsewhere(dir, entries, where.SpawnStore != nil); err != nil {
+			return err
 		}
 		for _, e := range entries {
 			if e.Name() == supervise.BlobsDir || slices.Contains(runDirMarkers, e.Name()) {
@@ -82,6 +86,26 @@ func resumedByThisCommand(started *supervise.Record, where supervise.Options, gr
 		return usage("--resume: %s holds an agentrt supervise run, not a graph run: resume it with agentrt supervise MANAGER-PROFILE --resume and the same --run-dir (or --run-id)", name)
 	}
 	return usage("--resume: %s holds an agentrt graph run, not a supervise run: resume it with agentrt graph GRAPH-FILE --resume and the same --run-dir (or --run-id)", name)
+}
+
+// journalKeptElsewhere refuses, as a usage error, a --resume that looks
+// for the run's journal where the run in dir (holding entries) does not
+// keep it: with --journal-in-store (inStore) a dir holding the file
+// journal (spawn-journal.jsonl), without it the dir of a run journaled
+// in the store (its coordination log and no spawn-journal.jsonl, which a
+// file journal opens first). Either would start a new run beside the
+// journaled one, running and spending its work again.
+func journalKeptElsewhere(dir string, entries []os.DirEntry, inStore bool) error {
+	has := func(name string) bool {
+		return slices.ContainsFunc(entries, func(e os.DirEntry) bool { return e.Name() == name })
+	}
+	switch {
+	case inStore && has(supervise.SpawnJournalFile):
+		return usage("--resume: %s keeps its run's journal in the dir (%s), not in the store: drop --journal-in-store to resume it", dir, supervise.SpawnJournalFile)
+	case !inStore && has(supervise.CoordinationLogFile) && !has(supervise.SpawnJournalFile):
+		return usage("--resume: %s is the dir of a run whose journal is in the store (it holds %s and no %s): add --journal-in-store, with the run's --run-id and the store it ran on (--db or --database)", dir, supervise.CoordinationLogFile, supervise.SpawnJournalFile)
+	}
+	return nil
 }
 
 // journaledStart is the run-started record of the run a --resume
