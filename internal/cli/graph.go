@@ -177,6 +177,11 @@ without a winner is also said on stderr), 2 on usage errors.`,
 				}
 				runDir = supervise.RunDirIn(workspace, runID)
 			}
+			if !resume {
+				if err := newRunDir(runDir, journal.inStore); err != nil {
+					return err
+				}
+			}
 			if resume {
 				where := supervise.Options{RunDir: runDir, RunID: runID}
 				journal.apply(&where, s)

@@ -208,3 +208,53 @@ func TestResumeLooksForTheJournalWhereTheRunKeepsIt(t *testing.T) {
 		}
 	}
 }
+
+// A new run (no --resume) aimed at the dir of a run whose journal is
+// kept elsewhere than the flags say is a run id reused, as a new run
+// into a dir with a journal is (RunExistsError): without
+// --journal-in-store at a store run's dir it found no file journal and
+// ran the run again under its id, spending again; with
+// --journal-in-store on another store at a dir-journal run's dir it
+// started a new run over that run's state, progress and streams. Both
+// are refused as usage errors naming the dir and the way on (--resume
+// with the right journal flag, or another --run-dir), nothing written.
+// §3.6 ("an existing runId without resume is refused"), RES-03.
+func TestNewRunIntoADirJournaledElsewhereIsRefused(t *testing.T) {
+	t.Parallel()
+	for _, command := range []string{"supervise", "graph"} {
+		for _, inStore := range []bool{true, false} {
+			name := command + "/journal in the dir, new run with --journal-in-store"
+			if inStore {
+				name = command + "/journal in the store, new run without --journal-in-store"
+			}
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				dir := t.TempDir()
+				args := []string{"supervise", supManager, "--worker", noteWriter}
+				if command == "graph" {
+					args = []string{"graph", reviewGraph, "--directives", directives}
+				}
+				args = append(args, "--task", "Write release notes.", "--run-dir", dir, "--run-id", "again")
+				first := append(args, "--db", filepath.Join(t.TempDir(), "runs.db"))
+				if inStore {
+					first = append(first, "--journal-in-store")
+				}
+				if _, errOut, code := run(t, "", first...); code != 0 {
+					t.Fatalf("the first run: exit %d\n%s", code, errOut)
+				}
+				before := dirContents(t, dir)
+				// Another store: the run's own one knows its id already.
+				again := append(args, "--db", filepath.Join(t.TempDir(), "other.db"), "--json")
+				want := []string{dir, "--resume"}
+				if !inStore {
+					again = append(again, "--journal-in-store")
+				} else {
+					want = append(want, "--journal-in-store")
+				}
+				out, errOut, code := run(t, "", again...)
+				refusedAsUsage(t, out, errOut, code, want...)
+				checkUnchanged(t, dir, before)
+			})
+		}
+	}
+}

@@ -293,6 +293,11 @@ none or its journal lost part of it, 2 on usage errors.`,
 			// a flag not given adopts the journaled value, one given must
 			// match it (supervise refuses it otherwise).
 			var started *supervise.Record
+			if !resume {
+				if err := newRunDir(runDir, journal.inStore); err != nil {
+					return err
+				}
+			}
 			if resume {
 				where := supervise.Options{RunDir: runDir, RunID: runID}
 				journal.apply(&where, s)
