@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentrt/agentrt/internal/flock"
 	"github.com/agentrt/agentrt/supervise"
@@ -256,5 +257,46 @@ func TestNewRunIntoADirJournaledElsewhereIsRefused(t *testing.T) {
 				checkUnchanged(t, dir, before)
 			})
 		}
+	}
+}
+
+// Two processes resuming one store-journaled run at once, each from a
+// run dir of its own (two machines): the one refused for the other's
+// live lease must leave its dir as it found it — empty — so that the
+// dir does not read as a run of its own (agentrt top, a later resume or
+// new run there), and say who holds the run and what to do, exit
+// non-zero, nothing on stdout, no "resuming" claim. Behaviour 46, §9
+// (one supervisor per run), RES-03.
+func TestStoreResumeRefusedForALiveLeaseWritesNothing(t *testing.T) {
+	t.Parallel()
+	for _, backend := range graphStoreBackends {
+		t.Run(backend.name, func(t *testing.T) {
+			t.Parallel()
+			storeFlags := backend.flags(t)
+			args := append([]string{"supervise", supManager, "--worker", noteWriter, "--task", "Write release notes.",
+				"--run-id", "leased", "--journal-in-store"}, storeFlags...)
+			if _, errOut, code := run(t, "", append(args, "--run-dir", t.TempDir())...); code != 0 {
+				t.Fatalf("the first run: exit %d\n%s", code, errOut)
+			}
+			// Another process holds the run now (its lease is live).
+			st := backend.open(t, storeFlags)
+			defer st.Close()
+			held, err := supervise.OpenStoreSpawnLog(t.Context(), st, "leased", supervise.StoreSpawnLogOptions{Owner: "elsewhere/1", LeaseTTL: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer held.Close()
+			dir := t.TempDir()
+			out, errOut, code := run(t, "", append(args, "--run-dir", dir, "--resume", "--json")...)
+			if code == 0 || out != "" || strings.Contains(errOut, "resuming") {
+				t.Errorf("exit %d, stdout %q; want a refusal, nothing on stdout, no resume claimed:\n%s", code, out, errOut)
+			}
+			for _, want := range []string{"elsewhere/1", "holds run leased's lease", "let it finish or stop it"} {
+				if !strings.Contains(errOut, want) {
+					t.Errorf("stderr lacks %q:\n%s", want, errOut)
+				}
+			}
+			checkUnchanged(t, dir, map[string]string{"./": "dir"})
+		})
 	}
 }
