@@ -37,6 +37,15 @@ func JournaledTask(ctx context.Context, so supervise.Options) (string, error) {
 	return rec.Task, nil
 }
 
+// IsGraphRun reports whether started, a run's run-started record, is a
+// graph run's: RunGraph journals the root's task as the caller's task
+// followed by the graph brief (or the brief alone), which no other run's
+// task carries. A resume by another command than the one that started
+// the run is refused with it, before anything of the run is written.
+func IsGraphRun(started supervise.Record) bool {
+	return strings.HasPrefix(started.Task, briefHeader) || strings.Contains(started.Task, "\n\n"+briefHeader)
+}
+
 // checkStarted holds a resume to what the run's run-started record
 // fixed (spec runtime P7 "restart never mints capacity", §3.6): the
 // graph's budget must be the journaled one exactly — a changed budget

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -432,7 +433,15 @@ type spawnLogWrapKey struct{}
 // to nobody.
 func openRunLogWith(ctx context.Context, dir string, openSpawn func(context.Context) (SpawnLog, error)) (*runLog, []Record, error) {
 	l := &runLog{dir: dir}
+	// What this open creates in the run dir, removed again when a store
+	// journal's open is refused (another process holds the run): a
+	// process that never owned the run leaves no files that read as a
+	// run there. newDirs from the outermost; newCoord is the
+	// coordination log when this open created it.
+	var newDirs []string
+	var newCoord string
 	if dir != "" {
+		newDirs = missingDirs(filepath.Join(dir, BlobsDir))
 		if err := os.MkdirAll(filepath.Join(dir, BlobsDir), 0o700); err != nil {
 			l.close()
 			return nil, nil, fmt.Errorf("supervise: run dir: %w", err)
@@ -450,8 +459,12 @@ func openRunLogWith(ctx context.Context, dir string, openSpawn func(context.Cont
 				return nil, nil, err
 			}
 		}
+		coordPath := filepath.Join(dir, CoordinationLogFile)
+		if _, err := os.Lstat(coordPath); errors.Is(err, fs.ErrNotExist) {
+			newCoord = coordPath
+		}
 		var err error
-		if l.coord, err = journal.Open(filepath.Join(dir, CoordinationLogFile), journal.Options{}); err != nil {
+		if l.coord, err = journal.Open(coordPath, journal.Options{}); err != nil {
 			l.close()
 			if locked, ok := errors.AsType[*journal.LockedError](err); ok {
 				// A store journal's run dir is held through its
@@ -471,7 +484,15 @@ func openRunLogWith(ctx context.Context, dir string, openSpawn func(context.Cont
 	if openSpawn != nil {
 		sp, err := openSpawn(ctx)
 		if err != nil {
+			if newCoord != "" {
+				// Removed while its lock is still this process's: no
+				// other process can have taken it meanwhile.
+				_ = os.Remove(newCoord)
+			}
 			l.close()
+			for _, d := range slices.Backward(newDirs) {
+				_ = os.Remove(d) // only when still empty
+			}
 			return nil, nil, err
 		}
 		l.spawn, l.questionsInSpawn = sp, true
@@ -492,6 +513,23 @@ func openRunLogWith(ctx context.Context, dir string, openSpawn func(context.Cont
 	}
 	l.prior = l.rows.len()
 	return l, prior, nil
+}
+
+// missingDirs is path and those of its parent directories that do not
+// exist, the outermost first: what os.MkdirAll(path) creates.
+func missingDirs(path string) []string {
+	var missing []string
+	for p := filepath.Clean(path); ; p = filepath.Dir(p) {
+		if _, err := os.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		missing = append(missing, p)
+		if filepath.Dir(p) == p {
+			break
+		}
+	}
+	slices.Reverse(missing)
+	return missing
 }
 
 // revoke records that the run is no longer this process's (its

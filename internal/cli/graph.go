@@ -177,10 +177,22 @@ without a winner is also said on stderr), 2 on usage errors.`,
 				}
 				runDir = supervise.RunDirIn(workspace, runID)
 			}
+			if !resume {
+				if err := newRunDir(runDir, journal.inStore); err != nil {
+					return err
+				}
+			}
 			if resume {
 				where := supervise.Options{RunDir: runDir, RunID: runID}
 				journal.apply(&where, s)
 				if err := resumableRunDir(ctx, where); err != nil {
+					return err
+				}
+				started, err := journaledStart(ctx, where)
+				if err != nil {
+					return err
+				}
+				if err := resumedByThisCommand(started, where, true); err != nil {
 					return err
 				}
 			}
@@ -209,7 +221,7 @@ without a winner is also said on stderr), 2 on usage errors.`,
 			}
 			tracing := startTracing(ctx, stdio)
 			defer stopTracing(ctx, stdio, tracing)
-			holder := &journalHolder{next: tracing.SuperviseObserver()}
+			holder := newJournalHolder(tracing.SuperviseObserver())
 			so := supervise.Options{
 				Executor: exec,
 				Router:   router, RunDir: runDir, RunID: runID, Resume: resume, ReturnEnded: resume, Analysts: lenses,
@@ -229,7 +241,7 @@ without a winner is also said on stderr), 2 on usage errors.`,
 			if timeout > 0 {
 				so.Deadline = time.Now().Add(timeout)
 			}
-			prog := startProgress(ctx, stdio.Err, journal.feed(s, runID, runDir, holder), resume)
+			prog := startProgress(ctx, stdio.Err, journal.feed(s, runID, runDir, holder), resume, holder.started())
 			res, err := graph.RunGraph(ctx, g, graph.Options{Task: task, Registry: reg, Supervise: so})
 			prog.stop()
 			var capErr *graph.GraphEdgeCapError

@@ -27,7 +27,7 @@ func TestProgressStopAfterAFrozenReadAsksNoMore(t *testing.T) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}}
-	p := startProgress(context.Background(), io.Discard, feed, false)
+	p := startProgress(context.Background(), io.Discard, feed, false, nil)
 	// The loop's first read is in flight and times out; the one after it
 	// too: the store is not answering.
 	<-inFlight

@@ -25,7 +25,7 @@ func TestProgressStopDoesNotWaitOnAStoreThatStoppedAnswering(t *testing.T) {
 		<-ctx.Done() // then the store stops answering: only a deadline ends the read
 		return nil, ctx.Err()
 	}}
-	p := startProgress(context.Background(), io.Discard, feed, false)
+	p := startProgress(context.Background(), io.Discard, feed, false, nil)
 	stopped := make(chan struct{})
 	go func() {
 		p.stop()

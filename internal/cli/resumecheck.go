@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentrt/agentrt/graph"
 	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/supervise"
 )
@@ -27,7 +28,8 @@ import (
 // run's traces without a journal yet stays resumable: a process killed
 // before its first record leaves one (RES-03), and --resume then starts
 // the run; so does a journal in the store resumed on a machine without
-// the dir.
+// the dir. A run dir whose journal is not where the flags look for it
+// is refused too (journalKeptElsewhere).
 func resumableRunDir(ctx context.Context, where supervise.Options) error {
 	dir := where.RunDir
 	info, err := os.Stat(dir)
@@ -45,6 +47,9 @@ func resumableRunDir(ctx context.Context, where supervise.Options) error {
 		if err != nil || len(entries) == 0 {
 			return nil
 		}
+		if err := journalKeptElsewhere(dir, where.SpawnStore != nil); err != nil {
+			return err
+		}
 		for _, e := range entries {
 			if e.Name() == supervise.BlobsDir || slices.Contains(runDirMarkers, e.Name()) {
 				return nil
@@ -59,6 +64,88 @@ func resumableRunDir(ctx context.Context, where supervise.Options) error {
 		why += fmt.Sprintf(" and the store holds no journal of run %q", where.RunID)
 	}
 	return usage("--resume: %s, so there is no run to continue: %s", why, what)
+}
+
+// resumedByThisCommand refuses, as a usage error, a --resume of a run
+// the other command started: agentrt graph (graphCmd) at an agentrt
+// supervise run, or agentrt supervise at a graph run (graph.IsGraphRun).
+// Either would otherwise be refused for a budget, task or manager that
+// differs, sending the user to change flags that cannot help, or (a
+// supervise resume given the graph root's profile and budget) drive a
+// graph run without its graph. started is the run's run-started record
+// (nil: no journal yet, nothing to refuse), where names the run.
+func resumedByThisCommand(started *supervise.Record, where supervise.Options, graphCmd bool) error {
+	if started == nil || graph.IsGraphRun(*started) == graphCmd {
+		return nil
+	}
+	name := where.RunDir
+	if where.SpawnStore != nil {
+		name = fmt.Sprintf("run %q in the store", where.RunID)
+	}
+	if graphCmd {
+		return usage("--resume: %s holds an agentrt supervise run, not a graph run: resume it with agentrt supervise MANAGER-PROFILE --resume and the same --run-dir (or --run-id)", name)
+	}
+	return usage("--resume: %s holds an agentrt graph run, not a supervise run: resume it with agentrt graph GRAPH-FILE --resume and the same --run-dir (or --run-id)", name)
+}
+
+// Where a run dir's run keeps its journal (journalPlace).
+const (
+	journalInDir   = "dir"
+	journalInStore = "store"
+)
+
+// journalPlace says where the run in dir keeps its spawn journal:
+// journalInDir when dir holds spawn-journal.jsonl, journalInStore when
+// it holds the run's coordination log and no spawn-journal.jsonl (a
+// file journal is opened before the coordination log, a store's never
+// is), "" when neither (no run yet, or dir unreadable).
+func journalPlace(dir string) string {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return ""
+	}
+	has := func(name string) bool {
+		return slices.ContainsFunc(entries, func(e os.DirEntry) bool { return e.Name() == name })
+	}
+	switch {
+	case has(supervise.SpawnJournalFile):
+		return journalInDir
+	case has(supervise.CoordinationLogFile):
+		return journalInStore
+	}
+	return ""
+}
+
+// journalKeptElsewhere refuses, as a usage error, a --resume that looks
+// for the run's journal where the run in dir does not keep it: with
+// --journal-in-store (inStore) a dir holding the file journal, without
+// it the dir of a run journaled in the store. Either would start a new
+// run beside the journaled one, running and spending its work again.
+func journalKeptElsewhere(dir string, inStore bool) error {
+	switch place := journalPlace(dir); {
+	case inStore && place == journalInDir:
+		return usage("--resume: %s keeps its run's journal in the dir (%s), not in the store: drop --journal-in-store to resume it", dir, supervise.SpawnJournalFile)
+	case !inStore && place == journalInStore:
+		return usage("--resume: %s is the dir of a run whose journal is in the store (it holds %s and no %s): add --journal-in-store, with the run's --run-id and the store it ran on (--db or --database)", dir, supervise.CoordinationLogFile, supervise.SpawnJournalFile)
+	}
+	return nil
+}
+
+// newRunDir refuses, as a usage error, a new run (no --resume) in dir
+// when dir holds a run whose journal is kept elsewhere than inStore
+// says: Supervise refuses a run id its journal holds already
+// (RunExistsError), but it looks only where the flags say, so the run
+// would start again under its id (spending again) or over the other
+// run's state, progress and streams.
+func newRunDir(dir string, inStore bool) error {
+	const other = "or choose another --run-dir (or --run-id) to start a new run"
+	switch place := journalPlace(dir); {
+	case inStore && place == journalInDir:
+		return usage("%s already holds a run journaled in the dir (%s): add --resume without --journal-in-store to continue it, %s", dir, supervise.SpawnJournalFile, other)
+	case !inStore && place == journalInStore:
+		return usage("%s already holds a run journaled in the store: add --resume --journal-in-store (with the store it ran on) to continue it, %s", dir, other)
+	}
+	return nil
 }
 
 // journaledStart is the run-started record of the run a --resume

@@ -293,6 +293,11 @@ none or its journal lost part of it, 2 on usage errors.`,
 			// a flag not given adopts the journaled value, one given must
 			// match it (supervise refuses it otherwise).
 			var started *supervise.Record
+			if !resume {
+				if err := newRunDir(runDir, journal.inStore); err != nil {
+					return err
+				}
+			}
 			if resume {
 				where := supervise.Options{RunDir: runDir, RunID: runID}
 				journal.apply(&where, s)
@@ -300,6 +305,9 @@ none or its journal lost part of it, 2 on usage errors.`,
 					return err
 				}
 				if started, err = journaledStart(ctx, where); err != nil {
+					return err
+				}
+				if err := resumedByThisCommand(started, where, false); err != nil {
 					return err
 				}
 			}
@@ -405,7 +413,7 @@ none or its journal lost part of it, 2 on usage errors.`,
 			}
 			tracing := startTracing(ctx, stdio)
 			defer stopTracing(ctx, stdio, tracing)
-			holder := &journalHolder{next: tracing.SuperviseObserver()}
+			holder := newJournalHolder(tracing.SuperviseObserver())
 			o.Observer = holder
 			if budgetUSD > 0 {
 				o.Budget.MicroUSD = int64p(int64(math.Round(budgetUSD * 1e6)))
@@ -416,7 +424,7 @@ none or its journal lost part of it, 2 on usage errors.`,
 			if started != nil && started.Budget != nil {
 				o.Budget, o.PerWorker = resumeBudgets(cmd, budgetTokens, iterations, workerTokens, budgetUSD, workerUSD)
 			}
-			prog := startProgress(ctx, stdio.Err, journal.feed(s, runID, runDir, holder), resume)
+			prog := startProgress(ctx, stdio.Err, journal.feed(s, runID, runDir, holder), resume, holder.started())
 			res, err := supervise.Supervise(ctx, mgr, task, o)
 			prog.stop()
 			// A result its journal does not fully hold is still shown;
@@ -823,7 +831,13 @@ type progress struct {
 // the run ends; no final read follows one that timed out).
 const progressReadTimeout = 5 * time.Second
 
-func startProgress(ctx context.Context, w io.Writer, j journalFeed, resume bool) *progress {
+// startProgress prints j's records on w as the run appends them, once
+// started is closed (the run's observer saw it start: it holds the
+// journal); a run refused before it started (another process holds the
+// run dir or the store's lease, the options differ from the journal)
+// prints nothing, neither the resume line nor the holder's records. A
+// nil started means the run has started.
+func startProgress(ctx context.Context, w io.Writer, j journalFeed, resume bool, started <-chan struct{}) *progress {
 	readCtx, cutReads := context.WithCancel(context.WithoutCancel(ctx))
 	ctx, cancel := context.WithCancel(ctx)
 	p := &progress{cancel: cancel, cutReads: cutReads, done: make(chan struct{})}
@@ -834,12 +848,17 @@ func startProgress(ctx context.Context, w io.Writer, j journalFeed, resume bool)
 	}
 	// What the journal holds already is no progress of this process: a
 	// resume says how much it holds, and a run refused for reusing a
-	// journaled run id shows none of it as if it ran again.
-	if recs, err := read(ctx); err == nil && resume {
-		fmt.Fprintln(w, resumeLine(j.name, recs))
-	}
+	// journaled run id shows none of it as if it ran again. It is read
+	// now, before the run appends, and said only once the run started.
+	prior, err := read(ctx)
 	go func() {
 		defer close(p.done)
+		if !awaitStart(ctx, started) {
+			return
+		}
+		if err == nil && resume {
+			fmt.Fprintln(w, resumeLine(j.name, prior))
+		}
 		t := time.NewTicker(supervise.ControlScanInterval)
 		defer t.Stop()
 		timedOut := false
@@ -869,6 +888,25 @@ func startProgress(ctx context.Context, w io.Writer, j journalFeed, resume bool)
 		}
 	}()
 	return p
+}
+
+// awaitStart reports whether the run started (started closed, or nil)
+// before ctx ended.
+func awaitStart(ctx context.Context, started <-chan struct{}) bool {
+	if started == nil {
+		return true
+	}
+	select {
+	case <-started:
+		return true
+	case <-ctx.Done():
+		select {
+		case <-started:
+			return true
+		default:
+			return false
+		}
+	}
 }
 
 // runExistsText is the refusal of a run whose run id already has a
@@ -946,15 +984,29 @@ func storeJournal(st store.Store, runID string, holder *journalHolder) journalFe
 // journalHolder is a supervised run's observer (wrapping next, which may
 // be nil) that learns the lease generation at which this process holds
 // the run's journal in the store (supervise.RunStart.JournalGeneration).
+// It also tells when the run started: from then on the journal is this
+// process's.
 type journalHolder struct {
-	next supervise.Observer
-	gen  atomic.Int64
+	next      supervise.Observer
+	gen       atomic.Int64
+	startOnce sync.Once
+	begun     chan struct{}
+}
+
+// newJournalHolder is a journalHolder passing the run's events on to
+// next (nil: to no one).
+func newJournalHolder(next supervise.Observer) *journalHolder {
+	return &journalHolder{next: next, begun: make(chan struct{})}
 }
 
 func (h *journalHolder) generation() int64 { return h.gen.Load() }
 
+// started is closed once the run started.
+func (h *journalHolder) started() <-chan struct{} { return h.begun }
+
 func (h *journalHolder) RunStarted(ctx context.Context, run supervise.RunStart) context.Context {
 	h.gen.Store(run.JournalGeneration)
+	h.startOnce.Do(func() { close(h.begun) })
 	if h.next == nil {
 		return ctx
 	}
