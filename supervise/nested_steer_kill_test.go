@@ -2,7 +2,6 @@ package supervise_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -149,14 +148,7 @@ func TestNestedSteerDeliveredOnlyOnceJournaledAcrossKill(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				var res supervise.SupervisedResult
-				for {
-					res, err = supervise.Supervise(ctx, manager, "ship a note", o)
-					if !errors.Is(err, supervise.ErrSpawnLogHeld) || time.Now().After(deadline) {
-						break // held only while the killed process's lease lasts
-					}
-					time.Sleep(100 * time.Millisecond)
-				}
+				res, err := superviseWhileHeld(ctx, deadline, manager, "ship a note", o)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -189,14 +189,7 @@ func TestRootSteerDeliveredOnlyOnceJournaledAcrossKill(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer closeStore()
-				var res supervise.SupervisedResult
-				for {
-					res, err = supervise.Supervise(ctx, manager, "ship a note", o)
-					if !errors.Is(err, supervise.ErrSpawnLogHeld) || time.Now().After(deadline) {
-						break // held only while the killed process's lease lasts
-					}
-					time.Sleep(100 * time.Millisecond)
-				}
+				res, err := superviseWhileHeld(ctx, deadline, manager, "ship a note", o)
 				if err != nil {
 					t.Fatal(err)
 				}
