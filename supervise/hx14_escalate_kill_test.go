@@ -277,19 +277,7 @@ func TestHX14EscalatedQuestionAcrossKill(t *testing.T) {
 					t.Errorf("the resumed lead's escalateTo parent of an earlier question: %s; it has a parent manager", s)
 				}
 			}
-			log, _, err := supervise.ReadCoordinationLog(context.Background(), dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			seen := map[string]bool{}
-			for _, r := range log {
-				if r.Kind == supervise.CoordQuestion {
-					if seen[r.QuestionID] {
-						t.Errorf("question id %s journaled twice", r.QuestionID)
-					}
-					seen[r.QuestionID] = true
-				}
-			}
+			checkQuestionIDsOnce(t, dir)
 		})
 	}
 }

@@ -313,20 +313,9 @@ func hx14ThreeLevel(t *testing.T, phase, spec string) {
 	if g.rootStop == "unresolved-blocking-questions" {
 		t.Errorf("the root's stop was held: %+v", g.rootFinal)
 	}
-	log, _, err := supervise.ReadCoordinationLog(context.Background(), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := map[string]bool{}
 	delivered := 0
-	for _, r := range log {
-		switch {
-		case r.Kind == supervise.CoordQuestion:
-			if seen[r.QuestionID] {
-				t.Errorf("question id %s journaled twice", r.QuestionID)
-			}
-			seen[r.QuestionID] = true
-		case r.Kind == supervise.CoordDecision && r.Delivered:
+	for _, r := range checkQuestionIDsOnce(t, dir) {
+		if r.Kind == supervise.CoordDecision && r.Delivered {
 			delivered++
 		}
 	}

@@ -270,13 +270,23 @@ func (c countAppends) Append(ctx context.Context, recs ...supervise.Record) erro
 // (conserved, no ticket left open once the lead settled), refuses only
 // budget-exhausted and keeps the lead's subtree within its grant.
 func TestNestedCarvedPoolResumesFromEverySQLiteCut(t *testing.T) {
+	checkCarveResumesFromEveryCut(t, "sqlite", sqliteJournal)
+}
+
+// checkCarveResumesFromEveryCut runs the carve tree once uncut on the
+// journal journal makes (name, for failures), counting its appends; then,
+// for every cut after keep of them, a run cut there on a fresh journal
+// and its resume: each resumed run refuses only budget-exhausted, keeps
+// the lead's subtree within its grant and does not end budget-exhausted.
+func checkCarveResumesFromEveryCut(t *testing.T, name string, journal func(*testing.T) func(*supervise.Options)) {
+	t.Helper()
 	var total atomic.Int64
 	count := func(ctx context.Context, n *atomic.Int64, keep int64) context.Context {
 		return supervise.WithSpawnLogWrapper(ctx, func(sl supervise.SpawnLog) supervise.SpawnLog {
 			return countAppends{SpawnLog: sl, n: n, keep: keep}
 		})
 	}
-	_, _, err := carveRunOn(count(context.Background(), &total, 0), t, t.TempDir(), false, "uncut", sqliteJournal(t))
+	_, _, err := carveRunOn(count(context.Background(), &total, 0), t, t.TempDir(), false, "uncut", journal(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,8 +295,8 @@ func TestNestedCarvedPoolResumesFromEverySQLiteCut(t *testing.T) {
 	}
 	t.Logf("the uncut run made %d appends", total.Load())
 	for keep := int64(1); keep < total.Load(); keep++ {
-		where := fmt.Sprintf("sqlite, resumed after %d of %d appends", keep, total.Load())
-		dir, set := t.TempDir(), sqliteJournal(t)
+		where := fmt.Sprintf("%s, resumed after %d of %d appends", name, keep, total.Load())
+		dir, set := t.TempDir(), journal(t)
 		var n atomic.Int64
 		_, _, _ = carveRunOn(count(context.Background(), &n, keep), t, dir, false, where+" (cut run)", set)
 		res, refused, err := carveRunOn(context.Background(), t, dir, true, where, set)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -125,11 +124,7 @@ func TestResumedRunKeepsQuestionIDsFromStoreJournal(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got [][2]string
-			for _, q := range listed {
-				got = append(got, [2]string{q.ID, q.Status})
-			}
-			if diff := cmp.Diff([][2]string{{"q1", "answered"}, {"q2", "expired"}, {"q3", "open"}}, got); diff != "" {
+			if diff := cmp.Diff([][2]string{{"q1", "answered"}, {"q2", "expired"}, {"q3", "open"}}, questionStatuses(listed)); diff != "" {
 				t.Errorf("questions of the resumed run (-want +got):\n%s", diff)
 			}
 			if answered["delivered"] != true {
@@ -169,18 +164,7 @@ func TestResumedRunReoffersTheLeadsQuestionFromStoreJournalWithoutRunDir(t *test
 			}
 			second := newAskGate()
 			res := askingRun(t, "", st)(true, second)
-			second.mu.Lock()
-			saw, answered := slices.Clone(second.leadSaw), second.rootAnswered
-			second.mu.Unlock()
-			if !strings.Contains(answered, `"delivered":true`) {
-				t.Fatalf("the resumed root's answer_question: %q, want q1 delivered", answered)
-			}
-			if len(saw) == 0 || !strings.HasPrefix(saw[0], "Answer to your question q1: red") {
-				t.Errorf("the resumed lead's inbox brought %q, want the root's answer to q1", saw)
-			}
-			if res.Status != supervise.StatusWinner {
-				t.Errorf("the resumed run: %s %s", res.Status, res.Reason)
-			}
+			checkRootAnswerReachedLead(t, second, res)
 			if asked, decided := journaledQuestions(t, st, "run1"); !slices.Equal(asked, []string{"q1"}) || !slices.Equal(decided, []string{"q1"}) {
 				t.Errorf("the journal asked %v decided %v; want q1 asked once and decided once", asked, decided)
 			}
