@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -159,29 +158,11 @@ func TestKilledAfterFinishedRecordResumesOutcomeBehaviour46(t *testing.T) {
 
 	for _, j := range killJournals {
 		t.Run(j.name, func(t *testing.T) {
-			spec, dir := j.spec(t), t.TempDir()
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-			defer cancel()
-			runChildUntilKilled(t, ctx, " at its end", finishedChildEnv+"=1", childDir+"="+dir, finishedJournal+"="+spec)
-
-			st, closeStore, err := openJournalStore(ctx, spec)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer closeStore()
 			exec := newCounting(t, workerProvider(t))
 			brain := &countingBrain{inner: pipeline("write alpha", "write beta")}
-			o, err := finishedOptions(exec, brain, dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if st != nil {
-				o.SpawnStore, o.SpawnLeaseTTL = st, kernel.MinLeaseTTL
-			}
-			got, err := superviseWhileHeld(ctx, time.Time{}, manager, "t", o)
-			if err != nil {
-				t.Fatal(err)
-			}
+			got := killThenResume(t, j, " at its end", finishedChildEnv, manager, func(dir string) (supervise.Options, error) {
+				return finishedOptions(exec, brain, dir)
+			})
 			if n := brain.drives.Load(); n != 0 {
 				t.Errorf("the resumed run drove its brain %d times; want 0", n)
 			}

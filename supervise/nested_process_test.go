@@ -7,7 +7,6 @@ import (
 	"os"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/profile"
@@ -125,27 +124,10 @@ func TestNestedSupervisorKilledMidTreeResumes(t *testing.T) {
 	}
 	for _, j := range killJournals {
 		t.Run(j.name, func(t *testing.T) {
-			spec, dir := j.spec(t), t.TempDir()
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-			defer cancel()
-			runChildUntilKilled(t, ctx, " mid-tree", nestedKillEnv+"=1", childDir+"="+dir, finishedJournal+"="+spec)
-			st, closeStore, err := openJournalStore(ctx, spec)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer closeStore()
 			second := newCounting(t, workerProvider(t))
-			o, err := nestedKillOptions(second, nestedLeadPipeline(nil, "write alpha", "write beta"), dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if st != nil {
-				o.SpawnStore, o.SpawnLeaseTTL = st, kernel.MinLeaseTTL
-			}
-			got, err := superviseWhileHeld(ctx, time.Time{}, manager, "t", o)
-			if err != nil {
-				t.Fatal(err)
-			}
+			got := killThenResume(t, j, " mid-tree", nestedKillEnv, manager, func(dir string) (supervise.Options, error) {
+				return nestedKillOptions(second, nestedLeadPipeline(nil, "write alpha", "write beta"), dir)
+			})
 			if second.count("alpha") != 0 || second.count("beta") != 1 {
 				t.Errorf("the resumed process executed alpha %d, beta %d times; want 0 and 1", second.count("alpha"), second.count("beta"))
 			}

@@ -17,7 +17,9 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt/internal/pgtest"
+	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/profile"
+	"github.com/agentrt/agentrt/store"
 	"github.com/agentrt/agentrt/supervise"
 )
 
@@ -53,6 +55,37 @@ func runChildUntilKilled(t *testing.T, ctx context.Context, where string, env ..
 	}
 }
 
+// killThenResume runs the child env names (set to "1"), on a fresh run
+// dir and journal j, until its SIGKILL (where: see runChildUntilKilled),
+// then resumes its run in this process with the options opts makes for
+// that run dir — j's store, when it has one, as their spawn store with
+// the shortest lease — and returns the resumed run's result; it fails
+// the test when the resume fails. The whole is bounded by three minutes.
+func killThenResume(t *testing.T, j killJournal, where, env string, manager *profile.Profile, opts func(dir string) (supervise.Options, error)) supervise.SupervisedResult {
+	t.Helper()
+	spec, dir := j.spec(t), t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	runChildUntilKilled(t, ctx, where, env+"=1", childDir+"="+dir, finishedJournal+"="+spec)
+	st, closeStore, err := openJournalStore(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeStore()
+	o, err := opts(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st != nil {
+		o.SpawnStore, o.SpawnLeaseTTL = st, kernel.MinLeaseTTL
+	}
+	got, err := superviseWhileHeld(ctx, time.Time{}, manager, "t", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
 // superviseWhileHeld runs Supervise(ctx, manager, task, o) again, 100 ms
 // apart, for as long as it is refused ErrSpawnLogHeld — held only while
 // the killed process's lease lasts — and ctx lives and deadline (when
@@ -64,5 +97,43 @@ func superviseWhileHeld(ctx context.Context, deadline time.Time, manager *profil
 			return res, err
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// superviseTakenOver runs Supervise(manager, o) on journal (o's spawn
+// store), waits up to a minute for started (what names the worker or
+// turn that closes it, for failures), then takes the journal over as
+// another process would (the next generation, another owner) and fails
+// the test unless Supervise ends within a minute with ErrSpawnLogLost.
+func superviseTakenOver(t *testing.T, manager *profile.Profile, o supervise.Options, journal store.Store, started <-chan struct{}, what string) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		_, err := supervise.Supervise(context.Background(), manager, "t", o)
+		done <- err
+	}()
+	select {
+	case <-started:
+	case err := <-done:
+		t.Fatalf("Supervise returned before %s started: %v", what, err)
+	case <-time.After(time.Minute):
+		t.Fatalf("%s never started", what)
+	}
+	// Another process takes the journal over: the next generation.
+	if _, err := journal.UpdateRun(context.Background(), "run1", func(r *store.Run) error {
+		r.Generation++
+		r.Owner = "successor"
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("Supervise still runs a minute after its journal was taken over")
+	}
+	if !errors.Is(err, supervise.ErrSpawnLogLost) {
+		t.Fatalf("Supervise: %v; want ErrSpawnLogLost", err)
 	}
 }

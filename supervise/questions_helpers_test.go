@@ -140,6 +140,35 @@ func waitAnswered(t *testing.T, c *supervise.Coordinator, at func(n int) int, wh
 	}
 }
 
+// askingRunOn returns a runner of flat supervised runs of askingExecutor's
+// workers on dir: each runs brain (resumed when resume) and fails the
+// test when Supervise fails.
+func askingRunOn(t *testing.T, dir string) func(resume bool, brain supervise.BrainFunc) {
+	return func(resume bool, brain supervise.BrainFunc) {
+		t.Helper()
+		o := baseOptions(t, askingExecutor, nil)
+		o.RunDir, o.Resume, o.Brain = dir, resume, brain
+		if _, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// answerQ1LeaveQ2 is the first process of the resumed-questions tests:
+// the worker painting the door asks q1, answered red, and settles; the
+// one painting the wall asks q2, left undecided when the brain returns.
+func answerQ1LeaveQ2(t *testing.T) supervise.BrainFunc {
+	return func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		tool(t, ctx, c, supervise.VerbSpawnWorker, spawnArgs("paint the door"))
+		tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"question"}, "timeoutMs": 60000})
+		tool(t, ctx, c, supervise.VerbAnswerQuestion, map[string]any{"questionId": "q1", "answer": "red"})
+		tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"settled"}, "timeoutMs": 60000})
+		tool(t, ctx, c, supervise.VerbSpawnWorker, spawnArgs("paint the wall"))
+		tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"question"}, "timeoutMs": 60000})
+		return supervise.BrainReport{}, nil
+	}
+}
+
 // questionStatuses is each listed question's id and status, in order.
 func questionStatuses(listed []supervise.Question) [][2]string {
 	var got [][2]string

@@ -19,24 +19,9 @@ import (
 // log across processes (RES-03 for the evidence of §3.6 "Questions").
 func TestResumedRunKeepsQuestionIDsAndLists(t *testing.T) {
 	dir := t.TempDir()
-	run := func(resume bool, brain supervise.BrainFunc) {
-		t.Helper()
-		o := baseOptions(t, askingExecutor, nil)
-		o.RunDir, o.Resume, o.Brain = dir, resume, brain
-		if _, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o); err != nil {
-			t.Fatal(err)
-		}
-	}
+	run := askingRunOn(t, dir)
 	// The first process: q1 answered, q2 left undecided when it ended.
-	run(false, func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
-		tool(t, ctx, c, supervise.VerbSpawnWorker, spawnArgs("paint the door"))
-		tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"question"}, "timeoutMs": 60000})
-		tool(t, ctx, c, supervise.VerbAnswerQuestion, map[string]any{"questionId": "q1", "answer": "red"})
-		tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"settled"}, "timeoutMs": 60000})
-		tool(t, ctx, c, supervise.VerbSpawnWorker, spawnArgs("paint the wall"))
-		tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"question"}, "timeoutMs": 60000})
-		return supervise.BrainReport{}, nil
-	})
+	run(false, answerQ1LeaveQ2(t))
 	var listed []supervise.Question
 	var answered map[string]any
 	run(true, func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
@@ -65,23 +50,8 @@ func TestResumedRunKeepsQuestionIDsAndLists(t *testing.T) {
 // "Questions"; RES-03).
 func TestResumedRunNumbersQuestionsAfterAGap(t *testing.T) {
 	dir := t.TempDir()
-	run := func(resume bool, brain supervise.BrainFunc) {
-		t.Helper()
-		o := baseOptions(t, askingExecutor, nil)
-		o.RunDir, o.Resume, o.Brain = dir, resume, brain
-		if _, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	run(false, func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
-		tool(t, ctx, c, supervise.VerbSpawnWorker, spawnArgs("paint the door"))
-		tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"question"}, "timeoutMs": 60000})
-		tool(t, ctx, c, supervise.VerbAnswerQuestion, map[string]any{"questionId": "q1", "answer": "red"})
-		tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"settled"}, "timeoutMs": 60000})
-		tool(t, ctx, c, supervise.VerbSpawnWorker, spawnArgs("paint the wall"))
-		tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"question"}, "timeoutMs": 60000})
-		return supervise.BrainReport{}, nil
-	})
+	run := askingRunOn(t, dir)
+	run(false, answerQ1LeaveQ2(t))
 	// q1's records were lost; q2's was written.
 	path := filepath.Join(dir, supervise.CoordinationLogFile)
 	data, err := os.ReadFile(path)

@@ -90,16 +90,7 @@ func TestResumedRunKeepsQuestionIDsFromStoreJournal(t *testing.T) {
 			// The first process: q1 answered, q2 journaled undecided and
 			// its worker settled as the brain returned; then the store
 			// took nothing more (not the run's finished record).
-			err := run(false, &cutStore{Store: st, kind: supervise.KindSettled, after: 2},
-				func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
-					tool(t, ctx, c, supervise.VerbSpawnWorker, spawnArgs("paint the door"))
-					tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"question"}, "timeoutMs": 60000})
-					tool(t, ctx, c, supervise.VerbAnswerQuestion, map[string]any{"questionId": "q1", "answer": "red"})
-					tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"settled"}, "timeoutMs": 60000})
-					tool(t, ctx, c, supervise.VerbSpawnWorker, spawnArgs("paint the wall"))
-					tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"question"}, "timeoutMs": 60000})
-					return supervise.BrainReport{}, nil
-				})
+			err := run(false, &cutStore{Store: st, kind: supervise.KindSettled, after: 2}, answerQ1LeaveQ2(t))
 			if !errors.Is(err, errCut) {
 				t.Fatalf("the cut run: %v, want its journal's failure", err)
 			}
