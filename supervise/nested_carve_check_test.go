@@ -1,11 +1,8 @@
 package supervise_test
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 
@@ -463,23 +460,10 @@ func TestCarveCheckResultAndLedgerSumWithANestedLead(t *testing.T) {
 		t.Fatalf("uncut: spent %+v, gaps %+v: want 2,100 tokens unknown, the two writers named", res.Spent, res.SpendGaps)
 	}
 	check(res, "uncut")
-	full, err := os.ReadFile(filepath.Join(dir, supervise.SpawnJournalFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := bytes.SplitAfter(bytes.TrimSuffix(full, []byte("\n")), []byte("\n"))
-	for keep := 1; keep < len(lines); keep++ {
-		where := fmt.Sprintf("resumed from %d of %d records", keep, len(lines))
-		cut := filepath.Join(t.TempDir(), "run")
-		if err := os.CopyFS(cut, os.DirFS(dir)); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(cut, supervise.SpawnJournalFile), bytes.Join(lines[:keep], nil), 0o600); err != nil {
-			t.Fatal(err)
-		}
+	eachSpawnJournalCut(t, dir, func(cut, where string) {
 		res, _ := carveRun(t, cut, true, where)
 		check(res, where)
-	}
+	})
 }
 
 // Behaviour 44, refusal order under a lead: a key whose earlier spawn

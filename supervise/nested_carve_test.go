@@ -169,8 +169,24 @@ func TestNestedManagerChildrenDrawOnItsReservation(t *testing.T) {
 	if res.Status == "" || res.Reason == supervise.ReasonBudgetExhausted {
 		t.Fatalf("the run ended %s %s; the lead's grant running out is not the run's", res.Status, res.Reason)
 	}
-	path := filepath.Join(dir, supervise.SpawnJournalFile)
-	full, err := os.ReadFile(path)
+	eachSpawnJournalCut(t, dir, func(cut, where string) {
+		res, refused := carveRun(t, cut, true, where)
+		for _, r := range refused {
+			if r.Code != supervise.CodeBudgetExhausted {
+				t.Errorf("%s: the lead's spawn refused %s, want budget-exhausted", where, r.Code)
+			}
+		}
+		checkSubtreeWithinGrant(t, res, where)
+	})
+}
+
+// eachSpawnJournalCut calls resume, for every cut of the run dir dir's
+// spawn journal after its first keep records (1 ≤ keep < all), with a
+// copy of dir whose journal holds only those — as a process killed there
+// left it — and where, naming the cut for failures.
+func eachSpawnJournalCut(t *testing.T, dir string, resume func(cut, where string)) {
+	t.Helper()
+	full, err := os.ReadFile(filepath.Join(dir, supervise.SpawnJournalFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,13 +200,7 @@ func TestNestedManagerChildrenDrawOnItsReservation(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(cut, supervise.SpawnJournalFile), bytes.Join(lines[:keep], nil), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		res, refused := carveRun(t, cut, true, where)
-		for _, r := range refused {
-			if r.Code != supervise.CodeBudgetExhausted {
-				t.Errorf("%s: the lead's spawn refused %s, want budget-exhausted", where, r.Code)
-			}
-		}
-		checkSubtreeWithinGrant(t, res, where)
+		resume(cut, where)
 	}
 }
 
