@@ -6,7 +6,9 @@ package supervise_test
 // while the killed process's lease holds the spawn log.
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -136,4 +138,52 @@ func superviseTakenOver(t *testing.T, manager *profile.Profile, o supervise.Opti
 	if !errors.Is(err, supervise.ErrSpawnLogLost) {
 		t.Fatalf("Supervise: %v; want ErrSpawnLogLost", err)
 	}
+}
+
+// cutJournalAtTranscript truncates the run dir dir's spawn journal at the
+// first transcript record of node that match accepts (match sees node's
+// transcript records in journal order): keeping that record when keep,
+// as a process that died right after its append, or not, as one that
+// died before it landed. Nothing journaled later survives. It reports
+// whether a record matched (the journal is left whole when none did).
+func cutJournalAtTranscript(t *testing.T, dir string, node supervise.NodeID, keep bool, match func(supervise.Record) bool) bool {
+	t.Helper()
+	path := filepath.Join(dir, supervise.SpawnJournalFile)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	for i, line := range lines {
+		var r supervise.Record
+		if json.Unmarshal(line, &r) != nil || r.Kind != supervise.KindTranscript || r.Node != node || !match(r) {
+			continue
+		}
+		n := i
+		if keep {
+			n++
+		}
+		if err := os.WriteFile(path, bytes.Join(lines[:n], nil), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return true
+	}
+	return false
+}
+
+// runDirRecordsOfKind are the run dir dir's journaled records of kind,
+// in journal order.
+func runDirRecordsOfKind(t *testing.T, dir, kind string) []supervise.Record {
+	t.Helper()
+	recs, _, err := supervise.ReadRunDir(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []supervise.Record
+	for _, r := range recs {
+		if r.Kind == kind {
+			out = append(out, r)
+		}
+	}
+	return out
 }

@@ -19,7 +19,7 @@ import (
 )
 
 // questionStores are the homes of a store-journaled run: SQLite and
-// PostgreSQL, each opened for one test.
+// PostgreSQL, each opened for one test (and closed at its end).
 var questionStores = []struct {
 	name string
 	open func(t *testing.T) store.Store
