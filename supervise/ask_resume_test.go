@@ -212,18 +212,7 @@ func TestResumedRunReoffersTheQuestionALiveNestedManagerWaitsOn(t *testing.T) {
 	run := crashAfterRootTookTheLeadsQuestion(t, dir, 3, false)
 	second := newAskGate()
 	res := run(true, second)
-	second.mu.Lock()
-	saw, answered := slices.Clone(second.leadSaw), second.rootAnswered
-	second.mu.Unlock()
-	if !strings.Contains(answered, `"delivered":true`) {
-		t.Fatalf("the resumed root's answer_question: %q, want q1 delivered", answered)
-	}
-	if len(saw) == 0 || !strings.HasPrefix(saw[0], "Answer to your question q1: red") {
-		t.Errorf("the resumed lead's inbox brought %q, want the root's answer to q1", saw)
-	}
-	if res.Status != supervise.StatusWinner {
-		t.Errorf("the resumed run: %s %s", res.Status, res.Reason)
-	}
+	checkRootAnswerReachedLead(t, second, res)
 	checkAskedAndDecidedOnce(t, dir)
 }
 
@@ -361,18 +350,7 @@ func TestResumedRootAnswersTheQuestionItsConversationTook(t *testing.T) {
 	run := crashAfterRootTookTheLeadsQuestion(t, dir, 4, false)
 	second := newAskGate()
 	res := run(true, second)
-	second.mu.Lock()
-	saw, answered := slices.Clone(second.leadSaw), second.rootAnswered
-	second.mu.Unlock()
-	if !strings.Contains(answered, `"delivered":true`) {
-		t.Fatalf("the resumed root's answer_question: %q, want q1 delivered", answered)
-	}
-	if len(saw) == 0 || !strings.HasPrefix(saw[0], "Answer to your question q1: red") {
-		t.Errorf("the resumed lead's inbox brought %q, want the root's answer to q1", saw)
-	}
-	if res.Status != supervise.StatusWinner {
-		t.Errorf("the resumed run: %s %s", res.Status, res.Reason)
-	}
+	checkRootAnswerReachedLead(t, second, res)
 	checkAskedAndDecidedOnce(t, dir)
 }
 
@@ -417,18 +395,7 @@ func TestResumedRunReoffersTheLeadsQuestionFromStoreJournal(t *testing.T) {
 			}
 			second := newAskGate()
 			res := askingRun(t, dir, st)(true, second)
-			second.mu.Lock()
-			saw, answered := slices.Clone(second.leadSaw), second.rootAnswered
-			second.mu.Unlock()
-			if !strings.Contains(answered, `"delivered":true`) {
-				t.Fatalf("the resumed root's answer_question: %q, want q1 delivered", answered)
-			}
-			if len(saw) == 0 || !strings.HasPrefix(saw[0], "Answer to your question q1: red") {
-				t.Errorf("the resumed lead's inbox brought %q, want the root's answer to q1", saw)
-			}
-			if res.Status != supervise.StatusWinner {
-				t.Errorf("the resumed run: %s %s", res.Status, res.Reason)
-			}
+			checkRootAnswerReachedLead(t, second, res)
 			checkAskedAndDecidedOnce(t, dir)
 		})
 	}

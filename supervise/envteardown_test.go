@@ -53,17 +53,7 @@ func (e *loggedEnv) Destroy(ctx context.Context) error {
 // envTeardowns are the run dir's environment-teardown records.
 func envTeardowns(t *testing.T, dir string) []supervise.Record {
 	t.Helper()
-	recs, _, err := supervise.ReadRunDir(context.Background(), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []supervise.Record
-	for _, r := range recs {
-		if r.Kind == supervise.KindEnvironmentTeardown {
-			out = append(out, r)
-		}
-	}
-	return out
+	return runDirRecordsOfKind(t, dir, supervise.KindEnvironmentTeardown)
 }
 
 // §3.6 "Teardown & retained environments" (release journals one

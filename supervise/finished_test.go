@@ -6,19 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/agentrt/agentrt/canonjson"
-	"github.com/agentrt/agentrt/internal/pgtest"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/providers/scripted"
 	"github.com/agentrt/agentrt/store"
@@ -160,54 +156,13 @@ func TestKilledAfterFinishedRecordResumesOutcomeBehaviour46(t *testing.T) {
 		t.Fatalf("uninterrupted run: %v %+v", err, want)
 	}
 
-	journals := []struct {
-		name string
-		spec func(t *testing.T) string
-	}{
-		{"file", func(*testing.T) string { return "file" }},
-		{"sqlite", func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "runs.db") }},
-		{"postgres", func(t *testing.T) string { return "postgres:" + pgtest.Schema(t) }},
-	}
-	for _, j := range journals {
+	for _, j := range killJournals {
 		t.Run(j.name, func(t *testing.T) {
-			spec, dir := j.spec(t), t.TempDir()
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), finishedChildEnv+"=1", childDir+"="+dir, finishedJournal+"="+spec)
-			var stderr strings.Builder
-			cmd.Stderr = &stderr
-			err := cmd.Run()
-			ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
-			if !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-				t.Fatalf("the child was not killed at its end (%v); stderr:\n%s", err, stderr.String())
-			}
-
-			st, closeStore, err := openJournalStore(ctx, spec)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer closeStore()
 			exec := newCounting(t, workerProvider(t))
 			brain := &countingBrain{inner: pipeline("write alpha", "write beta")}
-			o, err := finishedOptions(exec, brain, dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if st != nil {
-				o.SpawnStore, o.SpawnLeaseTTL = st, kernel.MinLeaseTTL
-			}
-			var got supervise.SupervisedResult
-			for {
-				got, err = supervise.Supervise(ctx, manager, "t", o)
-				if !errors.Is(err, supervise.ErrSpawnLogHeld) || ctx.Err() != nil {
-					break // held only while the dead process's lease lasts
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
+			got := killThenResume(t, j, " at its end", finishedChildEnv, manager, func(dir string) (supervise.Options, error) {
+				return finishedOptions(exec, brain, dir)
+			})
 			if n := brain.drives.Load(); n != 0 {
 				t.Errorf("the resumed run drove its brain %d times; want 0", n)
 			}

@@ -9,10 +9,8 @@ package supervise_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -231,28 +229,13 @@ func TestHX14EscalatedQuestionAcrossKill(t *testing.T) {
 			dir := t.TempDir()
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), hx14KillEnv+"="+phase, childDir+"="+dir)
-			var stderr strings.Builder
-			cmd.Stderr = &stderr
-			err := cmd.Run()
-			ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
-			if !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-				t.Fatalf("the child was not killed (%v); stderr:\n%s", err, stderr.String())
-			}
+			runChildUntilKilled(t, ctx, "", hx14KillEnv+"="+phase, childDir+"="+dir)
 			rec := &hx14Record{}
 			o, manager, err := hx14Options(t, dir, phase, nil, rec)
 			if err != nil {
 				t.Fatal(err)
 			}
-			var res supervise.SupervisedResult
-			for {
-				res, err = supervise.Supervise(ctx, manager, "t", o)
-				if !errors.Is(err, supervise.ErrSpawnLogHeld) || ctx.Err() != nil {
-					break
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
+			res, err := superviseWhileHeld(ctx, time.Time{}, manager, "t", o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -294,19 +277,7 @@ func TestHX14EscalatedQuestionAcrossKill(t *testing.T) {
 					t.Errorf("the resumed lead's escalateTo parent of an earlier question: %s; it has a parent manager", s)
 				}
 			}
-			log, _, err := supervise.ReadCoordinationLog(context.Background(), dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			seen := map[string]bool{}
-			for _, r := range log {
-				if r.Kind == supervise.CoordQuestion {
-					if seen[r.QuestionID] {
-						t.Errorf("question id %s journaled twice", r.QuestionID)
-					}
-					seen[r.QuestionID] = true
-				}
-			}
+			checkQuestionIDsOnce(t, dir)
 		})
 	}
 }

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"iter"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -15,7 +13,6 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt/contract"
-	"github.com/agentrt/agentrt/internal/pgtest"
 	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/providers/scripted"
 	"github.com/agentrt/agentrt/store"
@@ -263,15 +260,7 @@ func hx14ThreeChildFromEnv() (bool, error) {
 // the root's answer must reach the sub-lead exactly once (§3.6
 // "Questions", "Persistence & resume").
 func TestHX14ThreeLevelEscalationAcrossKill(t *testing.T) {
-	journals := []struct {
-		name string
-		spec func(t *testing.T) string
-	}{
-		{"file", func(*testing.T) string { return "file" }},
-		{"sqlite", func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "runs.db") }},
-		{"postgres", func(t *testing.T) string { return "postgres:" + pgtest.Schema(t) }},
-	}
-	for _, j := range journals {
+	for _, j := range killJournals {
 		for _, phase := range []string{"before", "after"} {
 			t.Run(j.name+"/"+phase, func(t *testing.T) { hx14ThreeLevel(t, phase, j.spec(t)) })
 		}
@@ -282,15 +271,7 @@ func hx14ThreeLevel(t *testing.T, phase, spec string) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), hx14ThreeEnv+"="+phase, childDir+"="+dir, finishedJournal+"="+spec)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	err := cmd.Run()
-	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
-	if !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-		t.Fatalf("the child was not killed (%v); stderr:\n%s", err, stderr.String())
-	}
+	runChildUntilKilled(t, ctx, "", hx14ThreeEnv+"="+phase, childDir+"="+dir, finishedJournal+"="+spec)
 	g := &hx14Gate{answered: make(chan struct{}), escalated: make(chan struct{})}
 	st, closeStore, err := openJournalStore(ctx, spec)
 	if err != nil {
@@ -301,14 +282,7 @@ func hx14ThreeLevel(t *testing.T, phase, spec string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var res supervise.SupervisedResult
-	for {
-		res, err = supervise.Supervise(ctx, manager, "t", o)
-		if !errors.Is(err, supervise.ErrSpawnLogHeld) || ctx.Err() != nil {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	res, err := superviseWhileHeld(ctx, time.Time{}, manager, "t", o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -339,20 +313,9 @@ func hx14ThreeLevel(t *testing.T, phase, spec string) {
 	if g.rootStop == "unresolved-blocking-questions" {
 		t.Errorf("the root's stop was held: %+v", g.rootFinal)
 	}
-	log, _, err := supervise.ReadCoordinationLog(context.Background(), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := map[string]bool{}
 	delivered := 0
-	for _, r := range log {
-		switch {
-		case r.Kind == supervise.CoordQuestion:
-			if seen[r.QuestionID] {
-				t.Errorf("question id %s journaled twice", r.QuestionID)
-			}
-			seen[r.QuestionID] = true
-		case r.Kind == supervise.CoordDecision && r.Delivered:
+	for _, r := range checkQuestionIDsOnce(t, dir) {
+		if r.Kind == supervise.CoordDecision && r.Delivered {
 			delivered++
 		}
 	}

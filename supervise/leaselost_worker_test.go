@@ -6,7 +6,6 @@ import (
 	"iter"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/kernel"
@@ -84,34 +83,7 @@ func TestWorkerOfALostStoreJournalIsLeftToTheNextHolder(t *testing.T) {
 	}
 	o.Brain = pipeline("write slow")
 	o.SpawnStore, o.SpawnLeaseTTL = journal, kernel.MinLeaseTTL
-	done := make(chan error, 1)
-	go func() {
-		_, err := supervise.Supervise(context.Background(), manager, "t", o)
-		done <- err
-	}()
-	select {
-	case <-p.started:
-	case err := <-done:
-		t.Fatalf("Supervise returned before the worker's turn started: %v", err)
-	case <-time.After(time.Minute):
-		t.Fatal("the worker's turn never started")
-	}
-	// Another process takes the journal over: the next generation.
-	if _, err := journal.UpdateRun(context.Background(), "run1", func(r *store.Run) error {
-		r.Generation++
-		r.Owner = "successor"
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err = <-done:
-	case <-time.After(time.Minute):
-		t.Fatal("Supervise still runs a minute after its journal was taken over")
-	}
-	if !errors.Is(err, supervise.ErrSpawnLogLost) {
-		t.Fatalf("Supervise: %v; want ErrSpawnLogLost", err)
-	}
+	superviseTakenOver(t, manager, o, journal, p.started, "the worker's turn")
 
 	p.mu.Lock()
 	defer p.mu.Unlock()

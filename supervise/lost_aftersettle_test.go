@@ -2,12 +2,9 @@ package supervise_test
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/agentrt/agentrt/store"
 	"github.com/agentrt/agentrt/store/memory"
 	"github.com/agentrt/agentrt/supervise"
 )
@@ -48,34 +45,7 @@ func TestLostStoreJournalRunsNoSettlementHook(t *testing.T) {
 		hooks = append(hooks, s)
 		mu.Unlock()
 	}
-	done := make(chan error, 1)
-	go func() {
-		_, err := supervise.Supervise(context.Background(), manager, "t", o)
-		done <- err
-	}()
-	select {
-	case <-started:
-	case err := <-done:
-		t.Fatalf("Supervise returned before the worker started: %v", err)
-	case <-time.After(time.Minute):
-		t.Fatal("the worker never started")
-	}
-	// Another process takes the journal over: the next generation.
-	if _, err := journal.UpdateRun(context.Background(), "run1", func(r *store.Run) error {
-		r.Generation++
-		r.Owner = "successor"
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err = <-done:
-	case <-time.After(time.Minute):
-		t.Fatal("Supervise still runs a minute after its journal was taken over")
-	}
-	if !errors.Is(err, supervise.ErrSpawnLogLost) {
-		t.Fatalf("Supervise: %v; want ErrSpawnLogLost", err)
-	}
+	superviseTakenOver(t, manager, o, journal, started, "the worker")
 	if inner.count("alpha") != 1 {
 		t.Fatalf("the worker's work ran %d times; want once", inner.count("alpha"))
 	}

@@ -1,14 +1,9 @@
 package supervise_test
 
 import (
-	"bytes"
-	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
-	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -394,40 +389,7 @@ func TestCarveCheckUncappedDollarsPastASettledLead(t *testing.T) {
 // whose lead's subtree stays within its grant, whose lead's refusals are
 // budget-exhausted only, and which does not end budget-exhausted.
 func TestCarveCheckResumesFromEveryPostgresCut(t *testing.T) {
-	count := func(ctx context.Context, n *atomic.Int64, keep int64) context.Context {
-		return supervise.WithSpawnLogWrapper(ctx, func(sl supervise.SpawnLog) supervise.SpawnLog {
-			return countAppends{SpawnLog: sl, n: n, keep: keep}
-		})
-	}
-	var total atomic.Int64
-	if _, _, err := carveRunOn(count(context.Background(), &total, 0), t, t.TempDir(), false, "uncut", postgresJournal(t)); err != nil {
-		t.Fatal(err)
-	}
-	if total.Load() < 4 {
-		t.Fatalf("the run made %d appends, want a spawn and settlement each at least", total.Load())
-	}
-	for keep := int64(1); keep < total.Load(); keep++ {
-		where := fmt.Sprintf("postgres, resumed after %d of %d appends", keep, total.Load())
-		dir, set := t.TempDir(), postgresJournal(t)
-		var n atomic.Int64
-		_, _, _ = carveRunOn(count(context.Background(), &n, keep), t, dir, false, where+" (cut run)", set)
-		res, refused, err := carveRunOn(context.Background(), t, dir, true, where, set)
-		if err != nil {
-			t.Fatalf("%s: %v", where, err)
-		}
-		if !res.Resumed {
-			t.Fatalf("%s: the run was not resumed", where)
-		}
-		for _, r := range refused {
-			if r.Code != supervise.CodeBudgetExhausted {
-				t.Errorf("%s: the lead's spawn refused %s, want budget-exhausted", where, r.Code)
-			}
-		}
-		checkSubtreeWithinGrant(t, res, where)
-		if res.Reason == supervise.ReasonBudgetExhausted {
-			t.Errorf("%s: the run ended budget-exhausted; the lead's grant running out is not the run's", where)
-		}
-	}
+	checkCarveResumesFromEveryCut(t, "postgres", postgresJournal)
 }
 
 // §3.6 spentTotal and spendGaps with a nested lead, behaviour 41: the
@@ -498,23 +460,10 @@ func TestCarveCheckResultAndLedgerSumWithANestedLead(t *testing.T) {
 		t.Fatalf("uncut: spent %+v, gaps %+v: want 2,100 tokens unknown, the two writers named", res.Spent, res.SpendGaps)
 	}
 	check(res, "uncut")
-	full, err := os.ReadFile(filepath.Join(dir, supervise.SpawnJournalFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := bytes.SplitAfter(bytes.TrimSuffix(full, []byte("\n")), []byte("\n"))
-	for keep := 1; keep < len(lines); keep++ {
-		where := fmt.Sprintf("resumed from %d of %d records", keep, len(lines))
-		cut := filepath.Join(t.TempDir(), "run")
-		if err := os.CopyFS(cut, os.DirFS(dir)); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(cut, supervise.SpawnJournalFile), bytes.Join(lines[:keep], nil), 0o600); err != nil {
-			t.Fatal(err)
-		}
+	eachSpawnJournalCut(t, dir, func(cut, where string) {
 		res, _ := carveRun(t, cut, true, where)
 		check(res, where)
-	}
+	})
 }
 
 // Behaviour 44, refusal order under a lead: a key whose earlier spawn

@@ -169,8 +169,24 @@ func TestNestedManagerChildrenDrawOnItsReservation(t *testing.T) {
 	if res.Status == "" || res.Reason == supervise.ReasonBudgetExhausted {
 		t.Fatalf("the run ended %s %s; the lead's grant running out is not the run's", res.Status, res.Reason)
 	}
-	path := filepath.Join(dir, supervise.SpawnJournalFile)
-	full, err := os.ReadFile(path)
+	eachSpawnJournalCut(t, dir, func(cut, where string) {
+		res, refused := carveRun(t, cut, true, where)
+		for _, r := range refused {
+			if r.Code != supervise.CodeBudgetExhausted {
+				t.Errorf("%s: the lead's spawn refused %s, want budget-exhausted", where, r.Code)
+			}
+		}
+		checkSubtreeWithinGrant(t, res, where)
+	})
+}
+
+// eachSpawnJournalCut calls resume, for every cut of the run dir dir's
+// spawn journal after its first keep records (1 ≤ keep < all), with a
+// copy of dir whose journal holds only those — as a process killed there
+// left it — and where, naming the cut for failures.
+func eachSpawnJournalCut(t *testing.T, dir string, resume func(cut, where string)) {
+	t.Helper()
+	full, err := os.ReadFile(filepath.Join(dir, supervise.SpawnJournalFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,13 +200,7 @@ func TestNestedManagerChildrenDrawOnItsReservation(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(cut, supervise.SpawnJournalFile), bytes.Join(lines[:keep], nil), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		res, refused := carveRun(t, cut, true, where)
-		for _, r := range refused {
-			if r.Code != supervise.CodeBudgetExhausted {
-				t.Errorf("%s: the lead's spawn refused %s, want budget-exhausted", where, r.Code)
-			}
-		}
-		checkSubtreeWithinGrant(t, res, where)
+		resume(cut, where)
 	}
 }
 
@@ -270,13 +280,23 @@ func (c countAppends) Append(ctx context.Context, recs ...supervise.Record) erro
 // (conserved, no ticket left open once the lead settled), refuses only
 // budget-exhausted and keeps the lead's subtree within its grant.
 func TestNestedCarvedPoolResumesFromEverySQLiteCut(t *testing.T) {
+	checkCarveResumesFromEveryCut(t, "sqlite", sqliteJournal)
+}
+
+// checkCarveResumesFromEveryCut runs the carve tree once uncut on the
+// journal journal makes (name, for failures), counting its appends; then,
+// for every cut after keep of them, a run cut there on a fresh journal
+// and its resume: each resumed run refuses only budget-exhausted, keeps
+// the lead's subtree within its grant and does not end budget-exhausted.
+func checkCarveResumesFromEveryCut(t *testing.T, name string, journal func(*testing.T) func(*supervise.Options)) {
+	t.Helper()
 	var total atomic.Int64
 	count := func(ctx context.Context, n *atomic.Int64, keep int64) context.Context {
 		return supervise.WithSpawnLogWrapper(ctx, func(sl supervise.SpawnLog) supervise.SpawnLog {
 			return countAppends{SpawnLog: sl, n: n, keep: keep}
 		})
 	}
-	_, _, err := carveRunOn(count(context.Background(), &total, 0), t, t.TempDir(), false, "uncut", sqliteJournal(t))
+	_, _, err := carveRunOn(count(context.Background(), &total, 0), t, t.TempDir(), false, "uncut", journal(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,8 +305,8 @@ func TestNestedCarvedPoolResumesFromEverySQLiteCut(t *testing.T) {
 	}
 	t.Logf("the uncut run made %d appends", total.Load())
 	for keep := int64(1); keep < total.Load(); keep++ {
-		where := fmt.Sprintf("sqlite, resumed after %d of %d appends", keep, total.Load())
-		dir, set := t.TempDir(), sqliteJournal(t)
+		where := fmt.Sprintf("%s, resumed after %d of %d appends", name, keep, total.Load())
+		dir, set := t.TempDir(), journal(t)
 		var n atomic.Int64
 		_, _, _ = carveRunOn(count(context.Background(), &n, keep), t, dir, false, where+" (cut run)", set)
 		res, refused, err := carveRunOn(context.Background(), t, dir, true, where, set)

@@ -5,14 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
-	"time"
 
-	"github.com/agentrt/agentrt/internal/pgtest"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/providers/scripted"
@@ -127,52 +122,12 @@ func TestNestedSupervisorKilledMidTreeResumes(t *testing.T) {
 	if err != nil || want.Winner == nil || want.Winner.Node != "run1:s1" {
 		t.Fatalf("uninterrupted run: %v %+v", err, want.Winner)
 	}
-	journals := []struct {
-		name string
-		spec func(t *testing.T) string
-	}{
-		{"file", func(*testing.T) string { return "file" }},
-		{"sqlite", func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "runs.db") }},
-		{"postgres", func(t *testing.T) string { return "postgres:" + pgtest.Schema(t) }},
-	}
-	for _, j := range journals {
+	for _, j := range killJournals {
 		t.Run(j.name, func(t *testing.T) {
-			spec, dir := j.spec(t), t.TempDir()
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), nestedKillEnv+"=1", childDir+"="+dir, finishedJournal+"="+spec)
-			var stderr strings.Builder
-			cmd.Stderr = &stderr
-			err := cmd.Run()
-			ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
-			if !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-				t.Fatalf("the child was not killed mid-tree (%v); stderr:\n%s", err, stderr.String())
-			}
-			st, closeStore, err := openJournalStore(ctx, spec)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer closeStore()
 			second := newCounting(t, workerProvider(t))
-			o, err := nestedKillOptions(second, nestedLeadPipeline(nil, "write alpha", "write beta"), dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if st != nil {
-				o.SpawnStore, o.SpawnLeaseTTL = st, kernel.MinLeaseTTL
-			}
-			var got supervise.SupervisedResult
-			for {
-				got, err = supervise.Supervise(ctx, manager, "t", o)
-				if !errors.Is(err, supervise.ErrSpawnLogHeld) || ctx.Err() != nil {
-					break // held only while the dead process's lease lasts
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
+			got := killThenResume(t, j, " mid-tree", nestedKillEnv, manager, func(dir string) (supervise.Options, error) {
+				return nestedKillOptions(second, nestedLeadPipeline(nil, "write alpha", "write beta"), dir)
+			})
 			if second.count("alpha") != 0 || second.count("beta") != 1 {
 				t.Errorf("the resumed process executed alpha %d, beta %d times; want 0 and 1", second.count("alpha"), second.count("beta"))
 			}

@@ -2,10 +2,6 @@ package supervise_test
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -94,12 +90,7 @@ func nestedSteerWindowChild(dir, store string, after bool) error {
 // nestedSteerWindowFromEnv runs the nested steer window child when the
 // environment asks for it; TestMain calls it.
 func nestedSteerWindowFromEnv() (bool, error) {
-	window := os.Getenv(nestedSteerWindowEnv)
-	if window == "" {
-		return false, nil
-	}
-	err := nestedSteerWindowChild(os.Getenv(childDir), os.Getenv(childStore), window == "after")
-	return true, fmt.Errorf("the nested steer window child was not killed at the append: %v", err)
+	return windowChildFromEnv(nestedSteerWindowEnv, nestedSteerWindowChild, "nested steer window child")
 }
 
 // Issue 13 at depth across a SIGKILL (§3.6: a steer is delivered once
@@ -117,69 +108,32 @@ func TestNestedSteerDeliveredOnlyOnceJournaledAcrossKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("re-executes the test binary")
 	}
-	for _, journal := range []string{"file", "sqlite"} {
-		for _, window := range []string{"before", "after"} {
-			t.Run(journal+"/"+window+" the append", func(t *testing.T) {
-				ctx := context.Background()
-				dir, store := t.TempDir(), ""
-				if journal == "sqlite" {
-					store = filepath.Join(t.TempDir(), "runs.db")
-				}
-				deadline := time.Now().Add(waitLimit)
-				killAtSteerWindow(t, nestedSteerWindowEnv+"="+window, dir, store)
+	eachSteerWindow(t, nestedSteerWindowEnv, func(t *testing.T, ctx context.Context, dir, store string, deadline time.Time) {
+		checkKilledSteerAck(t, ctx, dir, nestedSteerWindowOp, "the lead's")
 
-				ack, err := supervise.ReadSteerAck(ctx, dir, nestedSteerWindowOp)
-				if err != nil || ack == nil {
-					t.Fatalf("the killed process's acknowledgement %+v, %v; want its claim", ack, err)
-				}
-				if ack.Effect == supervise.SteerDelivered {
-					t.Errorf("the killed process acknowledged the steer delivered before the lead's transcript append returned: %+v", ack)
-				}
-
-				lead := scripted.NewChatModel(scripted.ChatScript{Turns: []scripted.ChatTurn{
-					{Events: []contract.ChatEvent{scripted.Text("lead: noted, DONE"), managerUsage(5, 1, 0)},
-						Expect: func(msgs []contract.ChatMessage, _ []contract.Tool) error { return endsOnUser(msgs, leadSteerText) }},
-				}})
-				o, closeStore, err := nestedSteerWindowOptions(dir, store, lead)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer closeStore()
-				manager, err := processManager()
-				if err != nil {
-					t.Fatal(err)
-				}
-				var res supervise.SupervisedResult
-				for {
-					res, err = supervise.Supervise(ctx, manager, "ship a note", o)
-					if !errors.Is(err, supervise.ErrSpawnLogHeld) || time.Now().After(deadline) {
-						break // held only while the killed process's lease lasts
-					}
-					time.Sleep(100 * time.Millisecond)
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				if res.Status != supervise.StatusWinner || res.Winner.Node != "run1:s1" || res.Winner.Text != "lead: noted, DONE" {
-					t.Errorf("the resumed run: %s winner %+v error %+v; want the lead delivered", res.Status, res.Winner, res.Error)
-				}
-				if lead.Calls() != 1 {
-					t.Errorf("the resumed lead made %d model calls, want 1", lead.Calls())
-				}
-				ack, err = supervise.ReadSteerAck(ctx, dir, nestedSteerWindowOp)
-				if err != nil || ack == nil || ack.Effect != supervise.SteerDelivered || ack.Worker != "run1:s1" {
-					t.Errorf("the acknowledgement after resume %+v (%v), want delivered to run1:s1", ack, err)
-				}
-				var acks []supervise.SteerAck
-				for _, a := range journaledAcks(t, ctx, dir, store, "run1:s1") {
-					if a.OperationID == nestedSteerWindowOp {
-						acks = append(acks, a)
-					}
-				}
-				if len(acks) != 1 || acks[0].Effect != supervise.SteerDelivered {
-					t.Errorf("journaled acknowledgements of the lead's steer %+v, want one, delivered", acks)
-				}
-			})
+		lead := scripted.NewChatModel(scripted.ChatScript{Turns: []scripted.ChatTurn{
+			{Events: []contract.ChatEvent{scripted.Text("lead: noted, DONE"), managerUsage(5, 1, 0)},
+				Expect: func(msgs []contract.ChatMessage, _ []contract.Tool) error { return endsOnUser(msgs, leadSteerText) }},
+		}})
+		o, closeStore, err := nestedSteerWindowOptions(dir, store, lead)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
+		defer closeStore()
+		manager, err := processManager()
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := superviseWhileHeld(ctx, deadline, manager, "ship a note", o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Status != supervise.StatusWinner || res.Winner.Node != "run1:s1" || res.Winner.Text != "lead: noted, DONE" {
+			t.Errorf("the resumed run: %s winner %+v error %+v; want the lead delivered", res.Status, res.Winner, res.Error)
+		}
+		if lead.Calls() != 1 {
+			t.Errorf("the resumed lead made %d model calls, want 1", lead.Calls())
+		}
+		checkSteerAckDeliveredOnce(t, ctx, dir, store, "run1:s1", nestedSteerWindowOp, "the lead's steer")
+	})
 }

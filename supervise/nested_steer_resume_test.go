@@ -1,11 +1,9 @@
 package supervise_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -27,31 +25,13 @@ const leadSteerText = "LEAD-STEER: cover the error paths"
 // process journaled later survives.
 func cutAtLeadSteer(t *testing.T, dir string, keep bool) {
 	t.Helper()
-	path := filepath.Join(dir, supervise.SpawnJournalFile)
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
+	if !cutJournalAtTranscript(t, dir, "run1:s1", keep, func(r supervise.Record) bool {
+		return slices.ContainsFunc(r.Messages, func(m supervise.TranscriptMessage) bool {
+			return m.Role == contract.ChatUser && m.Content != nil && strings.Contains(*m.Content, leadSteerText)
+		})
+	}) {
+		t.Fatal("the journal holds no lead transcript record of the steer")
 	}
-	lines := bytes.SplitAfter(data, []byte("\n"))
-	for i, line := range lines {
-		var r supervise.Record
-		if json.Unmarshal(line, &r) != nil || r.Kind != supervise.KindTranscript || r.Node != "run1:s1" {
-			continue
-		}
-		for _, m := range r.Messages {
-			if m.Role == contract.ChatUser && m.Content != nil && strings.Contains(*m.Content, leadSteerText) {
-				n := i
-				if keep {
-					n++
-				}
-				if err := os.WriteFile(path, bytes.Join(lines[:n], nil), 0o600); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-		}
-	}
-	t.Fatal("the journal holds no lead transcript record of the steer")
 }
 
 // leadSteerAcks are the steer acknowledgements the run dir's journal

@@ -1,11 +1,8 @@
 package supervise_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"os"
-	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -20,43 +17,19 @@ import (
 // process died there.
 func cutAfterToolResult(t *testing.T, dir string, node supervise.NodeID, callID string) {
 	t.Helper()
-	path := filepath.Join(dir, supervise.SpawnJournalFile)
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
+	if !cutJournalAtTranscript(t, dir, node, true, func(r supervise.Record) bool {
+		return slices.ContainsFunc(r.Messages, func(m supervise.TranscriptMessage) bool {
+			return m.Role == contract.ChatTool && m.ToolCallID == callID
+		})
+	}) {
+		t.Fatalf("the journal holds no transcript record of %s's result of %s", node, callID)
 	}
-	lines := bytes.SplitAfter(data, []byte("\n"))
-	for i, line := range lines {
-		var r supervise.Record
-		if json.Unmarshal(line, &r) != nil || r.Kind != supervise.KindTranscript || r.Node != node {
-			continue
-		}
-		for _, m := range r.Messages {
-			if m.Role == contract.ChatTool && m.ToolCallID == callID {
-				if err := os.WriteFile(path, bytes.Join(lines[:i+1], nil), 0o600); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-		}
-	}
-	t.Fatalf("the journal holds no transcript record of %s's result of %s", node, callID)
 }
 
 // submittedRecords are dir's journaled submitted records.
 func submittedRecords(t *testing.T, dir string) []supervise.Record {
 	t.Helper()
-	recs, _, err := supervise.ReadRunDir(context.Background(), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []supervise.Record
-	for _, r := range recs {
-		if r.Kind == supervise.KindSubmitted {
-			out = append(out, r)
-		}
-	}
-	return out
+	return runDirRecordsOfKind(t, dir, supervise.KindSubmitted)
 }
 
 // Issue 13, a nested manager's submit_result: the lead's passing result

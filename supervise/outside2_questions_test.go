@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/supervise"
 )
 
@@ -30,38 +29,19 @@ const outside2NestedManagerDoc = `{"name": "m", "harness": "cli-base", "model": 
 // decision that unblocks the asker).
 func TestOutside2NestedEscalatedBlockingQuestionHoldsOuterStop(t *testing.T) {
 	r := newOutsideRun(t)
-	r.opts.Profiles["m"] = outsideProfile(t, outside2NestedManagerDoc)
 	nestedStop := make(chan error, 1)
-	r.opts.ManagerBrain = func(*profile.Profile) supervise.Brain {
-		return supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
-			if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "w", Task: "deep-ask", Parent: c.Self()}); err != nil {
-				return supervise.BrainReport{}, err
-			}
-			ev, err := awaitKind(ctx, c, supervise.EventQuestion)
-			if err != nil {
-				return supervise.BrainReport{}, err
-			}
-			if _, err := c.AnswerQuestion(ctx, supervise.AnswerArgs{QuestionID: ev.Question.ID, EscalateTo: "parent", EscalateReason: "not mine to decide"}); err != nil {
-				return supervise.BrainReport{}, err
-			}
-			st, err := c.Stop(supervise.StopArgs{Reason: "nested done?"})
-			if err == nil && st.Stopped {
-				nestedStop <- errors.New("the nested manager's stop was accepted with its escalated blocks-run question undecided")
-			} else {
-				nestedStop <- nil
-			}
-			if err := awaitSettlementOf(ctx, c, ev.Question.From); err != nil {
-				return supervise.BrainReport{}, err
-			}
-			return supervise.BrainReport{Text: "PASS nested"}, nil
-		})
-	}
+	nestedEscalator{reason: "not mine to decide", awaitAsker: true, then: func(_ context.Context, c *supervise.Coordinator) {
+		st, err := c.Stop(supervise.StopArgs{Reason: "nested done?"})
+		if err == nil && st.Stopped {
+			nestedStop <- errors.New("the nested manager's stop was accepted with its escalated blocks-run question undecided")
+		} else {
+			nestedStop <- nil
+		}
+	}}.install(t, r)
 	res, err := r.drive(func(ctx context.Context, c *supervise.Coordinator) error {
-		if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "m", Task: "manage"}); err != nil {
+		if err := r.spawnDeepAsk(ctx, t, c, outsideOutcome{res: supervise.WorkResult{Text: "deep", Spent: outsideSpent(100)}, ask: askAndReport(supervise.UrgencyBlocksRun)}); err != nil {
 			return err
 		}
-		r.workers.waitStarted(t, "deep-ask")
-		r.workers.finishWith("deep-ask", outsideOutcome{res: supervise.WorkResult{Text: "deep", Spent: outsideSpent(100)}, ask: askAndReport(supervise.UrgencyBlocksRun)})
 		ev, err := awaitKind(ctx, c, supervise.EventQuestion)
 		if err != nil {
 			return err
@@ -117,55 +97,16 @@ func TestOutside2NestedEscalatedBlockingQuestionHoldsOuterStop(t *testing.T) {
 // it expired, and answering it delivers nothing.
 func TestOutside2EscalatedQuestionOutlivedByItsWorker(t *testing.T) {
 	r := newOutsideRun(t)
-	r.opts.Profiles["m"] = outsideProfile(t, outside2NestedManagerDoc)
 	giveUp := make(chan struct{})
 	outerDone := make(chan struct{})
-	r.opts.ManagerBrain = func(*profile.Profile) supervise.Brain {
-		return supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
-			if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "w", Task: "deep-ask", Parent: c.Self()}); err != nil {
-				return supervise.BrainReport{}, err
-			}
-			ev, err := awaitKind(ctx, c, supervise.EventQuestion)
-			if err != nil {
-				return supervise.BrainReport{}, err
-			}
-			if _, err := c.AnswerQuestion(ctx, supervise.AnswerArgs{QuestionID: ev.Question.ID, EscalateTo: "parent"}); err != nil {
-				return supervise.BrainReport{}, err
-			}
-			if err := awaitSettlementOf(ctx, c, ev.Question.From); err != nil {
-				return supervise.BrainReport{}, err
-			}
-			// The nested manager lives on until the outer one has
-			// looked at the escalated question.
-			select {
-			case <-outerDone:
-			case <-ctx.Done():
-			}
-			return supervise.BrainReport{Text: "PASS nested"}, nil
-		})
-	}
+	// The nested manager lives on until the outer one has looked at the
+	// escalated question.
+	nestedEscalator{awaitAsker: true, until: outerDone}.install(t, r)
 	_, err := r.drive(func(ctx context.Context, c *supervise.Coordinator) error {
 		defer close(outerDone)
-		if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "m", Task: "manage"}); err != nil {
+		if err := r.spawnDeepAsk(ctx, t, c, outsideOutcome{res: supervise.WorkResult{Text: "gave up PASS", Spent: outsideSpent(100)}, ask: giveUpAsk(giveUp)}); err != nil {
 			return err
 		}
-		r.workers.waitStarted(t, "deep-ask")
-		r.workers.finishWith("deep-ask", outsideOutcome{res: supervise.WorkResult{Text: "gave up PASS", Spent: outsideSpent(100)},
-			ask: func(ctx context.Context, w supervise.Work) string {
-				qctx, cancel := context.WithCancel(ctx)
-				defer cancel()
-				go func() {
-					select {
-					case <-giveUp:
-					case <-qctx.Done():
-					}
-					cancel()
-				}()
-				if _, err := w.Ask(qctx, supervise.AskArgs{Level: "worker", Question: "may I?", Reason: "r", Urgency: supervise.UrgencyBlocksRun}); err == nil {
-					return " (answered)"
-				}
-				return ""
-			}})
 		ev, err := awaitKind(ctx, c, supervise.EventQuestion)
 		if err != nil {
 			return err
@@ -173,17 +114,12 @@ func TestOutside2EscalatedQuestionOutlivedByItsWorker(t *testing.T) {
 		close(giveUp)
 		// The worker settles at its manager; poll the outer manager's
 		// view of the question, bounded.
-		deadline := time.Now().Add(outsideWait)
-		for {
-			l := c.ListQuestions()
-			if len(l.Questions) == 1 && l.Questions[0].Status == "expired" {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Errorf("outer list_questions after the asking worker gave up = %+v, want the escalated question expired", l)
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
+		var l supervise.QuestionList
+		if !pollWithin(10*time.Millisecond, func() bool {
+			l = c.ListQuestions()
+			return len(l.Questions) == 1 && l.Questions[0].Status == "expired"
+		}) {
+			t.Errorf("outer list_questions after the asking worker gave up = %+v, want the escalated question expired", l)
 		}
 		st, err := c.Stop(supervise.StopArgs{})
 		if err != nil || !st.Stopped {

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/supervise"
 )
 
@@ -87,25 +86,7 @@ func TestOutside2SteerWorkerWaitingOnItsQuestion(t *testing.T) {
 func TestOutside2SteerGrandchildWaitingOnEscalatedQuestion(t *testing.T) {
 	r := newOutsideRun(t)
 	r.opts.Executor = askingInboxExecutor{}
-	r.opts.Profiles["m"] = outsideProfile(t, outside2NestedManagerDoc)
-	r.opts.ManagerBrain = func(*profile.Profile) supervise.Brain {
-		return supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
-			if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "w", Task: "deep-ask", Parent: c.Self()}); err != nil {
-				return supervise.BrainReport{}, err
-			}
-			ev, err := awaitKind(ctx, c, supervise.EventQuestion)
-			if err != nil {
-				return supervise.BrainReport{}, err
-			}
-			if _, err := c.AnswerQuestion(ctx, supervise.AnswerArgs{QuestionID: ev.Question.ID, EscalateTo: "parent"}); err != nil {
-				return supervise.BrainReport{}, err
-			}
-			if err := awaitSettlementOf(ctx, c, ev.Question.From); err != nil {
-				return supervise.BrainReport{}, err
-			}
-			return supervise.BrainReport{Text: "PASS nested"}, nil
-		})
-	}
+	nestedEscalator{awaitAsker: true}.install(t, r)
 	res, err := r.drive(func(ctx context.Context, c *supervise.Coordinator) error {
 		if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "m", Task: "manage"}); err != nil {
 			return err

@@ -476,6 +476,19 @@ func TestOutsideRestoreKeepsOriginalDeadline(t *testing.T) {
 	}
 }
 
+// superviseHeld runs run "held" of the worker profile osWorkerProfile,
+// journaled in st, with exec and brain, bounded by two minutes: the run
+// of the held-store scenarios.
+func superviseHeld(t *testing.T, st store.Store, exec supervise.Executor, brain supervise.Brain) (supervise.SupervisedResult, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	return supervise.Supervise(ctx, osManager(t), "held", supervise.Options{
+		Budget: osBudget, PerWorker: osPerWorker, Profiles: map[string]*profile.Profile{"worker": osProfile(t, osWorkerProfile)},
+		Deliverable: passCheck, Executor: exec, Brain: brain, RunID: "held", SpawnStore: st,
+	})
+}
+
 // heldStore is a store.Store whose appends of a settled record wait,
 // once armed, until the test lets them through: the slow side of a
 // settlement (a store that is slow to make it durable).
@@ -594,12 +607,7 @@ func TestOutsideManagerNeverSeesAnUnjournaledSettlement(t *testing.T) {
 		}
 		return supervise.BrainReport{}, nil
 	})
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	res, err := supervise.Supervise(ctx, osManager(t), "held", supervise.Options{
-		Budget: osBudget, PerWorker: osPerWorker, Profiles: map[string]*profile.Profile{"worker": osProfile(t, osWorkerProfile)},
-		Deliverable: passCheck, Executor: exec, Brain: brain, RunID: "held", SpawnStore: st,
-	})
+	res, err := superviseHeld(t, st, exec, brain)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -658,12 +666,7 @@ func TestOutsideNoWorkerRunsAheadOfItsSpawnRecord(t *testing.T) {
 		_, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 30_000})
 		return supervise.BrainReport{}, err
 	})
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	res, err := supervise.Supervise(ctx, osManager(t), "held", supervise.Options{
-		Budget: osBudget, PerWorker: osPerWorker, Profiles: map[string]*profile.Profile{"worker": osProfile(t, osWorkerProfile)},
-		Deliverable: passCheck, Executor: exec, Brain: brain, RunID: "held", SpawnStore: st,
-	})
+	res, err := superviseHeld(t, st, exec, brain)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -707,12 +710,7 @@ func TestOutsideRefusedSpawnLeavesNothingVisible(t *testing.T) {
 		}
 		return supervise.BrainReport{}, errors.New("the journal is failing, so I give up")
 	})
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	res, err := supervise.Supervise(ctx, osManager(t), "held", supervise.Options{
-		Budget: osBudget, PerWorker: osPerWorker, Profiles: map[string]*profile.Profile{"worker": osProfile(t, osWorkerProfile)},
-		Deliverable: passCheck, Executor: exec, Brain: brain, RunID: "held", SpawnStore: st,
-	})
+	res, err := superviseHeld(t, st, exec, brain)
 	t.Logf("Supervise: %v", err)
 	// Behaviour 42: no child went down (none was spawned), so the
 	// throwing driver's run is driver-failed.

@@ -244,23 +244,7 @@ func TestOutsideQuestionOutlivedByItsWorker(t *testing.T) {
 			return err
 		}
 		r.workers.waitStarted(t, "ask")
-		r.workers.finishWith("ask", outsideOutcome{res: supervise.WorkResult{Text: "gave up PASS", Spent: outsideSpent(100)},
-			ask: func(ctx context.Context, w supervise.Work) string {
-				qctx, cancel := context.WithCancel(ctx)
-				defer cancel()
-				go func() {
-					select {
-					case <-giveUp:
-					case <-qctx.Done():
-					}
-					cancel()
-				}()
-				_, err := w.Ask(qctx, supervise.AskArgs{Level: "worker", Question: "may I?", Reason: "r", Urgency: supervise.UrgencyBlocksRun})
-				if err == nil {
-					return " (answered)"
-				}
-				return ""
-			}})
+		r.workers.finishWith("ask", outsideOutcome{res: supervise.WorkResult{Text: "gave up PASS", Spent: outsideSpent(100)}, ask: giveUpAsk(giveUp)})
 		ev, err := awaitKind(ctx, c, supervise.EventQuestion)
 		if err != nil {
 			return err

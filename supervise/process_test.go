@@ -59,33 +59,15 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "the transcript child was not killed mid-run:", err)
 		os.Exit(1)
 	}
-	if ran, err := steerWindowFromEnv(); ran {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if ran, err := driverKillFromEnv(); ran {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if ran, err := nestedSteerWindowFromEnv(); ran {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if ran, err := storeKillFromEnv(); ran {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if ran, err := hx14ThreeChildFromEnv(); ran {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if ran, err := hx14ChildFromEnv(); ran {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if ran, err := outsideRestoreChildFromEnv(); ran {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+	// Each of these runs its child when the environment names it.
+	for _, child := range []func() (bool, error){
+		steerWindowFromEnv, driverKillFromEnv, nestedSteerWindowFromEnv, storeKillFromEnv,
+		hx14ThreeChildFromEnv, hx14ChildFromEnv, outsideRestoreChildFromEnv,
+	} {
+		if ran, err := child(); ran {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
 	}
 	if os.Getenv(childEnv) == "" {
 		os.Exit(m.Run())

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/supervise"
 )
 
@@ -33,26 +32,6 @@ func askUpWaiters() int {
 	return strings.Count(string(buf), "supervise.(*Coordinator).askUp.func")
 }
 
-// giveUpAsk is a worker that asks a blocks-run question and gives up
-// waiting once giveUp is closed.
-func giveUpAsk(giveUp <-chan struct{}) func(ctx context.Context, w supervise.Work) string {
-	return func(ctx context.Context, w supervise.Work) string {
-		qctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		go func() {
-			select {
-			case <-giveUp:
-			case <-qctx.Done():
-			}
-			cancel()
-		}()
-		if _, err := w.Ask(qctx, supervise.AskArgs{Level: "worker", Question: "may I?", Reason: "r", Urgency: supervise.UrgencyBlocksRun}); err == nil {
-			return " (answered)"
-		}
-		return ""
-	}
-}
-
 // checklist: behaviour 54 through a nested manager. A question a nested
 // manager escalated whose asking worker gave up holds nothing at the
 // nested manager any more: the wait for the parent's decision ends with
@@ -60,49 +39,21 @@ func giveUpAsk(giveUp <-chan struct{}) func(ctx context.Context, w supervise.Wor
 // with many abandoned questions would otherwise keep one goroutine each).
 func TestQR13AbandonedEscalationEndsItsUpstreamWait(t *testing.T) {
 	r := newOutsideRun(t)
-	r.opts.Profiles["m"] = outsideProfile(t, outside2NestedManagerDoc)
 	giveUp := make(chan struct{})
 	outerDone := make(chan struct{})
-	r.opts.ManagerBrain = func(*profile.Profile) supervise.Brain {
-		return supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
-			if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "w", Task: "deep-ask", Parent: c.Self()}); err != nil {
-				return supervise.BrainReport{}, err
-			}
-			ev, err := awaitKind(ctx, c, supervise.EventQuestion)
-			if err != nil {
-				return supervise.BrainReport{}, err
-			}
-			if _, err := c.AnswerQuestion(ctx, supervise.AnswerArgs{QuestionID: ev.Question.ID, EscalateTo: "parent"}); err != nil {
-				return supervise.BrainReport{}, err
-			}
-			if err := awaitSettlementOf(ctx, c, ev.Question.From); err != nil {
-				return supervise.BrainReport{}, err
-			}
-			select {
-			case <-outerDone: // the nested manager lives on meanwhile
-			case <-ctx.Done():
-			}
-			return supervise.BrainReport{Text: "PASS nested"}, nil
-		})
-	}
+	// The nested manager lives on meanwhile.
+	nestedEscalator{awaitAsker: true, until: outerDone}.install(t, r)
 	_, err := r.drive(func(ctx context.Context, c *supervise.Coordinator) error {
 		defer close(outerDone)
-		if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "m", Task: "manage"}); err != nil {
+		if err := r.spawnDeepAsk(ctx, t, c, outsideOutcome{res: supervise.WorkResult{Text: "gave up PASS", Spent: outsideSpent(100)}, ask: giveUpAsk(giveUp)}); err != nil {
 			return err
 		}
-		r.workers.waitStarted(t, "deep-ask")
-		r.workers.finishWith("deep-ask", outsideOutcome{res: supervise.WorkResult{Text: "gave up PASS", Spent: outsideSpent(100)}, ask: giveUpAsk(giveUp)})
 		if _, err := awaitKind(ctx, c, supervise.EventQuestion); err != nil {
 			return err
 		}
 		close(giveUp)
-		deadline := time.Now().Add(outsideWait)
-		for askUpWaiters() != 0 {
-			if time.Now().After(deadline) {
-				t.Errorf("the nested manager still waits for the decision on a question whose asker gave up: %d askUp goroutines after %v", askUpWaiters(), outsideWait)
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
+		if !pollWithin(10*time.Millisecond, func() bool { return askUpWaiters() == 0 }) {
+			t.Errorf("the nested manager still waits for the decision on a question whose asker gave up: %d askUp goroutines after %v", askUpWaiters(), outsideWait)
 		}
 		return nil
 	})
@@ -169,14 +120,7 @@ func TestQR13AnswerRacingGiveUpIsDeliveredOrExpired(t *testing.T) {
 			cancels := make(chan context.CancelFunc, 1)
 			got := make(chan bool, 1) // whether Ask returned the decision
 			r.workers.finishWith(task, outsideOutcome{res: supervise.WorkResult{Text: "PASS", Spent: outsideSpent(100)},
-				ask: func(ctx context.Context, w supervise.Work) string {
-					qctx, cancel := context.WithCancel(ctx)
-					defer cancel()
-					cancels <- cancel
-					_, err := w.Ask(qctx, supervise.AskArgs{Level: "worker", Question: "which?", Reason: "r", Urgency: supervise.UrgencyBlocksStep})
-					got <- err == nil
-					return ""
-				}})
+				ask: cancellableAsk(cancels, got, supervise.UrgencyBlocksStep)})
 			ev, err := awaitKind(ctx, c, supervise.EventQuestion)
 			if err != nil {
 				return err
@@ -188,13 +132,7 @@ func TestQR13AnswerRacingGiveUpIsDeliveredOrExpired(t *testing.T) {
 			}()
 			// The decision is made (it waits for the question's record
 			// only to journal itself); then the asker gives up.
-			deadline := time.Now().Add(outsideWait)
-			for l := c.ListQuestions(); l.Questions[len(l.Questions)-1].Status != "answered"; l = c.ListQuestions() {
-				if time.Now().After(deadline) {
-					t.Fatalf("round %d: the answer was not taken within %v", i, outsideWait)
-				}
-				time.Sleep(time.Millisecond)
-			}
+			waitAnswered(t, c, func(n int) int { return n - 1 }, fmt.Sprintf("round %d: ", i))
 			(<-cancels)() // sent before the asker asked
 			close(release)
 			ans, asker := recvWithin(t, answered), recvWithin(t, got)
@@ -255,46 +193,18 @@ func (s *queueQuestions) releaseFirst() {
 // before the escalated copy's record is written.
 func TestQR13EscalatedAnswerRacingGiveUpIsDeliveredOrExpired(t *testing.T) {
 	r := newOutsideRun(t)
-	r.opts.Profiles["m"] = outsideProfile(t, outside2NestedManagerDoc)
 	qs := &queueQuestions{Store: questionStores[0].open(t), arrived: make(chan struct{}, 4)}
 	r.opts.SpawnStore, r.opts.RunID, r.opts.SpawnLeaseTTL = qs, "qr13nested", 30*time.Second
 	outerDone := make(chan struct{})
-	r.opts.ManagerBrain = func(*profile.Profile) supervise.Brain {
-		return supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
-			if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "w", Task: "deep-ask", Parent: c.Self()}); err != nil {
-				return supervise.BrainReport{}, err
-			}
-			ev, err := awaitKind(ctx, c, supervise.EventQuestion)
-			if err != nil {
-				return supervise.BrainReport{}, err
-			}
-			if _, err := c.AnswerQuestion(ctx, supervise.AnswerArgs{QuestionID: ev.Question.ID, EscalateTo: "parent"}); err != nil {
-				return supervise.BrainReport{}, err
-			}
-			select {
-			case <-outerDone:
-			case <-ctx.Done():
-			}
-			return supervise.BrainReport{Text: "PASS nested"}, nil
-		})
-	}
+	nestedEscalator{until: outerDone}.install(t, r)
 	cancels := make(chan context.CancelFunc, 1)
 	got := make(chan bool, 1)
 	_, err := r.drive(func(ctx context.Context, c *supervise.Coordinator) error {
 		defer close(outerDone)
-		if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "m", Task: "manage"}); err != nil {
+		if err := r.spawnDeepAsk(ctx, t, c, outsideOutcome{res: supervise.WorkResult{Text: "PASS", Spent: outsideSpent(100)},
+			ask: cancellableAsk(cancels, got, supervise.UrgencyBlocksRun)}); err != nil {
 			return err
 		}
-		r.workers.waitStarted(t, "deep-ask")
-		r.workers.finishWith("deep-ask", outsideOutcome{res: supervise.WorkResult{Text: "PASS", Spent: outsideSpent(100)},
-			ask: func(ctx context.Context, w supervise.Work) string {
-				qctx, cancel := context.WithCancel(ctx)
-				defer cancel()
-				cancels <- cancel
-				_, err := w.Ask(qctx, supervise.AskArgs{Level: "worker", Question: "which?", Reason: "r", Urgency: supervise.UrgencyBlocksRun})
-				got <- err == nil
-				return ""
-			}})
 		ev, err := awaitKind(ctx, c, supervise.EventQuestion) // the escalated copy
 		if err != nil {
 			return err
@@ -317,13 +227,7 @@ func TestQR13EscalatedAnswerRacingGiveUpIsDeliveredOrExpired(t *testing.T) {
 			ans, _ := c.AnswerQuestion(ctx, supervise.AnswerArgs{QuestionID: ev.Question.ID, Answer: "this one"})
 			answered <- ans
 		}()
-		deadline := time.Now().Add(outsideWait)
-		for l := c.ListQuestions(); l.Questions[0].Status != "answered"; l = c.ListQuestions() {
-			if time.Now().After(deadline) {
-				t.Fatalf("the answer was not taken within %v", outsideWait)
-			}
-			time.Sleep(time.Millisecond)
-		}
+		waitAnswered(t, c, func(int) int { return 0 }, "")
 		(<-cancels)()     // sent before the worker asked
 		qs.releaseFirst() // the worker's question: its Ask returns
 		asker := recvWithin(t, got)

@@ -19,24 +19,9 @@ import (
 // log across processes (RES-03 for the evidence of §3.6 "Questions").
 func TestResumedRunKeepsQuestionIDsAndLists(t *testing.T) {
 	dir := t.TempDir()
-	run := func(resume bool, brain supervise.BrainFunc) {
-		t.Helper()
-		o := baseOptions(t, askingExecutor, nil)
-		o.RunDir, o.Resume, o.Brain = dir, resume, brain
-		if _, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o); err != nil {
-			t.Fatal(err)
-		}
-	}
+	run := askingRunOn(t, dir)
 	// The first process: q1 answered, q2 left undecided when it ended.
-	run(false, func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
-		tool(t, ctx, c, supervise.VerbSpawnWorker, spawnArgs("paint the door"))
-		tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"question"}, "timeoutMs": 60000})
-		tool(t, ctx, c, supervise.VerbAnswerQuestion, map[string]any{"questionId": "q1", "answer": "red"})
-		tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"settled"}, "timeoutMs": 60000})
-		tool(t, ctx, c, supervise.VerbSpawnWorker, spawnArgs("paint the wall"))
-		tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"question"}, "timeoutMs": 60000})
-		return supervise.BrainReport{}, nil
-	})
+	run(false, answerQ1LeaveQ2(t))
 	var listed []supervise.Question
 	var answered map[string]any
 	run(true, func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
@@ -47,29 +32,13 @@ func TestResumedRunKeepsQuestionIDsAndLists(t *testing.T) {
 		tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"settled"}, "timeoutMs": 60000})
 		return supervise.BrainReport{}, nil
 	})
-	var got [][2]string
-	for _, q := range listed {
-		got = append(got, [2]string{q.ID, q.Status})
-	}
-	if diff := cmp.Diff([][2]string{{"q1", "answered"}, {"q2", "expired"}, {"q3", "open"}}, got); diff != "" {
+	if diff := cmp.Diff([][2]string{{"q1", "answered"}, {"q2", "expired"}, {"q3", "open"}}, questionStatuses(listed)); diff != "" {
 		t.Errorf("questions of the resumed run (-want +got):\n%s", diff)
 	}
 	if answered["delivered"] != true {
 		t.Errorf("answer_question q3: %v", answered)
 	}
-	log, _, err := supervise.ReadCoordinationLog(context.Background(), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := map[string]bool{}
-	for _, r := range log {
-		if r.Kind == supervise.CoordQuestion {
-			if seen[r.QuestionID] {
-				t.Errorf("question id %s repeats in the coordination log", r.QuestionID)
-			}
-			seen[r.QuestionID] = true
-		}
-	}
+	checkQuestionIDsOnce(t, dir)
 }
 
 // A question's record can be lost with its process while a later one's
@@ -81,23 +50,8 @@ func TestResumedRunKeepsQuestionIDsAndLists(t *testing.T) {
 // "Questions"; RES-03).
 func TestResumedRunNumbersQuestionsAfterAGap(t *testing.T) {
 	dir := t.TempDir()
-	run := func(resume bool, brain supervise.BrainFunc) {
-		t.Helper()
-		o := baseOptions(t, askingExecutor, nil)
-		o.RunDir, o.Resume, o.Brain = dir, resume, brain
-		if _, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	run(false, func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
-		tool(t, ctx, c, supervise.VerbSpawnWorker, spawnArgs("paint the door"))
-		tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"question"}, "timeoutMs": 60000})
-		tool(t, ctx, c, supervise.VerbAnswerQuestion, map[string]any{"questionId": "q1", "answer": "red"})
-		tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"settled"}, "timeoutMs": 60000})
-		tool(t, ctx, c, supervise.VerbSpawnWorker, spawnArgs("paint the wall"))
-		tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"question"}, "timeoutMs": 60000})
-		return supervise.BrainReport{}, nil
-	})
+	run := askingRunOn(t, dir)
+	run(false, answerQ1LeaveQ2(t))
 	// q1's records were lost; q2's was written.
 	path := filepath.Join(dir, supervise.CoordinationLogFile)
 	data, err := os.ReadFile(path)
@@ -122,24 +76,8 @@ func TestResumedRunNumbersQuestionsAfterAGap(t *testing.T) {
 		listed = c.ListQuestions().Questions
 		return supervise.BrainReport{}, nil
 	})
-	var got [][2]string
-	for _, q := range listed {
-		got = append(got, [2]string{q.ID, q.Status})
-	}
-	if diff := cmp.Diff([][2]string{{"q2", "expired"}, {"q3", "open"}}, got); diff != "" {
+	if diff := cmp.Diff([][2]string{{"q2", "expired"}, {"q3", "open"}}, questionStatuses(listed)); diff != "" {
 		t.Errorf("questions of the resumed run (-want +got):\n%s", diff)
 	}
-	log, _, err := supervise.ReadCoordinationLog(context.Background(), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := map[string]bool{}
-	for _, r := range log {
-		if r.Kind == supervise.CoordQuestion {
-			if seen[r.QuestionID] {
-				t.Errorf("question id %s repeats in the coordination log", r.QuestionID)
-			}
-			seen[r.QuestionID] = true
-		}
-	}
+	checkQuestionIDsOnce(t, dir)
 }

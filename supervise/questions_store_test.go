@@ -5,7 +5,6 @@ import (
 	"errors"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -20,7 +19,7 @@ import (
 )
 
 // questionStores are the homes of a store-journaled run: SQLite and
-// PostgreSQL, each opened for one test.
+// PostgreSQL, each opened for one test (and closed at its end).
 var questionStores = []struct {
 	name string
 	open func(t *testing.T) store.Store
@@ -91,16 +90,7 @@ func TestResumedRunKeepsQuestionIDsFromStoreJournal(t *testing.T) {
 			// The first process: q1 answered, q2 journaled undecided and
 			// its worker settled as the brain returned; then the store
 			// took nothing more (not the run's finished record).
-			err := run(false, &cutStore{Store: st, kind: supervise.KindSettled, after: 2},
-				func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
-					tool(t, ctx, c, supervise.VerbSpawnWorker, spawnArgs("paint the door"))
-					tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"question"}, "timeoutMs": 60000})
-					tool(t, ctx, c, supervise.VerbAnswerQuestion, map[string]any{"questionId": "q1", "answer": "red"})
-					tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"settled"}, "timeoutMs": 60000})
-					tool(t, ctx, c, supervise.VerbSpawnWorker, spawnArgs("paint the wall"))
-					tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"question"}, "timeoutMs": 60000})
-					return supervise.BrainReport{}, nil
-				})
+			err := run(false, &cutStore{Store: st, kind: supervise.KindSettled, after: 2}, answerQ1LeaveQ2(t))
 			if !errors.Is(err, errCut) {
 				t.Fatalf("the cut run: %v, want its journal's failure", err)
 			}
@@ -125,11 +115,7 @@ func TestResumedRunKeepsQuestionIDsFromStoreJournal(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got [][2]string
-			for _, q := range listed {
-				got = append(got, [2]string{q.ID, q.Status})
-			}
-			if diff := cmp.Diff([][2]string{{"q1", "answered"}, {"q2", "expired"}, {"q3", "open"}}, got); diff != "" {
+			if diff := cmp.Diff([][2]string{{"q1", "answered"}, {"q2", "expired"}, {"q3", "open"}}, questionStatuses(listed)); diff != "" {
 				t.Errorf("questions of the resumed run (-want +got):\n%s", diff)
 			}
 			if answered["delivered"] != true {
@@ -169,18 +155,7 @@ func TestResumedRunReoffersTheLeadsQuestionFromStoreJournalWithoutRunDir(t *test
 			}
 			second := newAskGate()
 			res := askingRun(t, "", st)(true, second)
-			second.mu.Lock()
-			saw, answered := slices.Clone(second.leadSaw), second.rootAnswered
-			second.mu.Unlock()
-			if !strings.Contains(answered, `"delivered":true`) {
-				t.Fatalf("the resumed root's answer_question: %q, want q1 delivered", answered)
-			}
-			if len(saw) == 0 || !strings.HasPrefix(saw[0], "Answer to your question q1: red") {
-				t.Errorf("the resumed lead's inbox brought %q, want the root's answer to q1", saw)
-			}
-			if res.Status != supervise.StatusWinner {
-				t.Errorf("the resumed run: %s %s", res.Status, res.Reason)
-			}
+			checkRootAnswerReachedLead(t, second, res)
 			if asked, decided := journaledQuestions(t, st, "run1"); !slices.Equal(asked, []string{"q1"}) || !slices.Equal(decided, []string{"q1"}) {
 				t.Errorf("the journal asked %v decided %v; want q1 asked once and decided once", asked, decided)
 			}

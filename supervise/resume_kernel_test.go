@@ -13,6 +13,7 @@ import (
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/providers/scripted"
+	"github.com/agentrt/agentrt/store"
 	"github.com/agentrt/agentrt/store/memory"
 	"github.com/agentrt/agentrt/supervise"
 )
@@ -74,6 +75,28 @@ func draftThenResume(t *testing.T, got map[string]map[string]any) supervise.Brai
 		}
 		return supervise.BrainReport{}, nil
 	})
+}
+
+// draftBrain spawns one writer on the task "draft" and awaits its event.
+func draftBrain(t *testing.T) supervise.Brain {
+	return supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		tool(t, ctx, c, supervise.VerbSpawnWorker, map[string]any{"profile": "writer", "task": "draft"})
+		tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 60000})
+		return supervise.BrainReport{}, nil
+	})
+}
+
+// runDiedBeforeRelease runs brain on dir as a process that dies with its
+// kept session (a KernelExecutor over prov and st that never releases
+// it) and before its journal's end: the run a restart resumes.
+func runDiedBeforeRelease(t *testing.T, prov *scripted.Provider, st store.Store, dir string, brain supervise.Brain) {
+	t.Helper()
+	o := unpricedOptions(t, diedBeforeRelease{&supervise.KernelExecutor{Provider: prov, Store: st}})
+	o.RunDir, o.Brain = dir, brain
+	if _, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o); err != nil {
+		t.Fatal(err)
+	}
+	crashBeforeFinish(t, filepath.Join(dir, supervise.SpawnJournalFile))
 }
 
 // settledByNode reads the run dir's settled records by node.
@@ -162,17 +185,7 @@ func TestKernelExecutorResumeAfterRestart(t *testing.T) {
 	prov := echoProvider(t)
 	st := memory.New(nil)
 	dir := t.TempDir()
-	o := unpricedOptions(t, diedBeforeRelease{&supervise.KernelExecutor{Provider: prov, Store: st}})
-	o.RunDir = dir
-	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
-		tool(t, ctx, c, supervise.VerbSpawnWorker, map[string]any{"profile": "writer", "task": "draft"})
-		tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 60000})
-		return supervise.BrainReport{}, nil
-	})
-	if _, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o); err != nil {
-		t.Fatal(err)
-	}
-	crashBeforeFinish(t, filepath.Join(dir, supervise.SpawnJournalFile))
+	runDiedBeforeRelease(t, prov, st, dir, draftBrain(t))
 	first := settledByNode(t, dir)["run1:s1"]
 	if first.SessionRef == nil || !envAlive(t, prov, first.SessionRef.Run.EnvironmentID) {
 		t.Fatalf("the first process left no kept session: %+v", first.SessionRef)
@@ -180,7 +193,7 @@ func TestKernelExecutorResumeAfterRestart(t *testing.T) {
 
 	// A new process: a new executor over the same provider and store.
 	got := map[string]map[string]any{}
-	o = unpricedOptions(t, &supervise.KernelExecutor{Provider: prov, Store: st})
+	o := unpricedOptions(t, &supervise.KernelExecutor{Provider: prov, Store: st})
 	o.RunDir, o.Resume = dir, true
 	o.Brain = draftThenResume(t, got)
 	res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o)
@@ -209,17 +222,7 @@ func TestKernelExecutorResumeRefusedWhenTheEnvironmentIsGone(t *testing.T) {
 	prov := echoProvider(t)
 	st := memory.New(nil)
 	dir := t.TempDir()
-	o := unpricedOptions(t, diedBeforeRelease{&supervise.KernelExecutor{Provider: prov, Store: st}})
-	o.RunDir = dir
-	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
-		tool(t, ctx, c, supervise.VerbSpawnWorker, map[string]any{"profile": "writer", "task": "draft"})
-		tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 60000})
-		return supervise.BrainReport{}, nil
-	})
-	if _, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o); err != nil {
-		t.Fatal(err)
-	}
-	crashBeforeFinish(t, filepath.Join(dir, supervise.SpawnJournalFile))
+	runDiedBeforeRelease(t, prov, st, dir, draftBrain(t))
 	ref := settledByNode(t, dir)["run1:s1"].SessionRef
 	if ref == nil {
 		t.Fatal("no session ref journaled")
@@ -234,7 +237,7 @@ func TestKernelExecutorResumeRefusedWhenTheEnvironmentIsGone(t *testing.T) {
 	creates, turns := prov.Creates(), prov.Turns()
 
 	got := map[string]map[string]any{}
-	o = unpricedOptions(t, &supervise.KernelExecutor{Provider: prov, Store: st})
+	o := unpricedOptions(t, &supervise.KernelExecutor{Provider: prov, Store: st})
 	o.RunDir, o.Resume = dir, true
 	o.Brain = draftThenResume(t, got)
 	if _, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o); err != nil {
@@ -371,22 +374,13 @@ func TestKeptSessionOfADeadProcessIsReleasedAtRunEnd(t *testing.T) {
 	prov := echoProvider(t)
 	st := memory.New(nil)
 	dir := t.TempDir()
-	draft := supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
-		tool(t, ctx, c, supervise.VerbSpawnWorker, map[string]any{"profile": "writer", "task": "draft"})
-		tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 60000})
-		return supervise.BrainReport{}, nil
-	})
-	o := unpricedOptions(t, diedBeforeRelease{&supervise.KernelExecutor{Provider: prov, Store: st}})
-	o.RunDir, o.Brain = dir, draft
-	if _, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o); err != nil {
-		t.Fatal(err)
-	}
-	crashBeforeFinish(t, filepath.Join(dir, supervise.SpawnJournalFile))
+	draft := draftBrain(t)
+	runDiedBeforeRelease(t, prov, st, dir, draft)
 	ref := settledByNode(t, dir)["run1:s1"].SessionRef
 	if ref == nil || !ref.EnvironmentCreated || !envAlive(t, prov, ref.Run.EnvironmentID) {
 		t.Fatalf("the dead process left no kept environment it created: %+v", ref)
 	}
-	o = unpricedOptions(t, &supervise.KernelExecutor{Provider: prov, Store: st})
+	o := unpricedOptions(t, &supervise.KernelExecutor{Provider: prov, Store: st})
 	o.RunDir, o.Resume, o.Brain = dir, true, draft
 	res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o)
 	if err != nil || !res.Resumed {

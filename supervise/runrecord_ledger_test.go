@@ -2,14 +2,10 @@ package supervise_test
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
 	"github.com/agentrt/agentrt/canonjson"
-	"github.com/agentrt/agentrt/internal/pgtest"
 	"github.com/agentrt/agentrt/store"
-	"github.com/agentrt/agentrt/store/postgres"
-	"github.com/agentrt/agentrt/store/sqlite"
 	"github.com/agentrt/agentrt/supervise"
 )
 
@@ -49,27 +45,7 @@ func ledgerSum(t *testing.T, entries []store.LedgerEntry, channel string) (charg
 // run's spentTotal on tokens, dollars and iterations, on SQLite and
 // PostgreSQL.
 func TestSupervisedRunLedgerReconciles(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		open func(t *testing.T) store.Store
-	}{
-		{"sqlite", func(t *testing.T) store.Store {
-			st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "runs.db"), sqlite.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { st.Close() })
-			return st
-		}},
-		{"postgres", func(t *testing.T) store.Store {
-			st, err := postgres.Open(context.Background(), pgtest.Schema(t), postgres.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { st.Close() })
-			return st
-		}},
-	} {
+	for _, tc := range questionStores {
 		t.Run(tc.name, func(t *testing.T) {
 			st := tc.open(t)
 			exec := &supervise.KernelExecutor{Provider: workerProvider(t), Store: st}

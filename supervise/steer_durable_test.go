@@ -161,65 +161,28 @@ func TestRootSteerDeliveredOnlyOnceJournaledAcrossKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("re-executes the test binary")
 	}
-	for _, journal := range []string{"file", "sqlite"} {
-		for _, window := range []string{"before", "after"} {
-			t.Run(journal+"/"+window+" the append", func(t *testing.T) {
-				ctx := context.Background()
-				dir, store := t.TempDir(), ""
-				if journal == "sqlite" {
-					store = filepath.Join(t.TempDir(), "runs.db")
-				}
-				deadline := time.Now().Add(waitLimit)
-				killAtSteerWindow(t, steerWindowEnv+"="+window, dir, store)
+	eachSteerWindow(t, steerWindowEnv, func(t *testing.T, ctx context.Context, dir, store string, deadline time.Time) {
+		checkKilledSteerAck(t, ctx, dir, steerWindowOp, "its")
 
-				ack, err := supervise.ReadSteerAck(ctx, dir, steerWindowOp)
-				if err != nil || ack == nil {
-					t.Fatalf("the killed process's acknowledgement %+v, %v; want its claim", ack, err)
-				}
-				if ack.Effect == supervise.SteerDelivered {
-					t.Errorf("the killed process acknowledged the steer delivered before its transcript append returned: %+v", ack)
-				}
-
-				router := scripted.NewChatModel(scripted.ChatScript{Turns: []scripted.ChatTurn{
-					{Events: []contract.ChatEvent{scripted.Text("noted"), managerUsage(20, 5, 0.0002)},
-						Expect: func(msgs []contract.ChatMessage, _ []contract.Tool) error { return endsOnUser(msgs, rootSteerText) }},
-				}})
-				o, manager, closeStore, err := steerWindowOptions(dir, store, router)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer closeStore()
-				var res supervise.SupervisedResult
-				for {
-					res, err = supervise.Supervise(ctx, manager, "ship a note", o)
-					if !errors.Is(err, supervise.ErrSpawnLogHeld) || time.Now().After(deadline) {
-						break // held only while the killed process's lease lasts
-					}
-					time.Sleep(100 * time.Millisecond)
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				if res.BrainText != "noted" || router.Calls() != 1 {
-					t.Errorf("the resumed manager said %q in %d model calls, want %q in 1 (error %+v)", res.BrainText, router.Calls(), "noted", res.Error)
-				}
-
-				ack, err = supervise.ReadSteerAck(ctx, dir, steerWindowOp)
-				if err != nil || ack == nil || ack.Effect != supervise.SteerDelivered || ack.Worker != "run1" {
-					t.Errorf("the acknowledgement after resume %+v (%v), want delivered to run1", ack, err)
-				}
-				var acks []supervise.SteerAck
-				for _, a := range journaledAcks(t, ctx, dir, store, "run1") {
-					if a.OperationID == steerWindowOp {
-						acks = append(acks, a)
-					}
-				}
-				if len(acks) != 1 || acks[0].Effect != supervise.SteerDelivered {
-					t.Errorf("journaled acknowledgements of the steer %+v, want one, delivered", acks)
-				}
-			})
+		router := scripted.NewChatModel(scripted.ChatScript{Turns: []scripted.ChatTurn{
+			{Events: []contract.ChatEvent{scripted.Text("noted"), managerUsage(20, 5, 0.0002)},
+				Expect: func(msgs []contract.ChatMessage, _ []contract.Tool) error { return endsOnUser(msgs, rootSteerText) }},
+		}})
+		o, manager, closeStore, err := steerWindowOptions(dir, store, router)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
+		defer closeStore()
+		res, err := superviseWhileHeld(ctx, deadline, manager, "ship a note", o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.BrainText != "noted" || router.Calls() != 1 {
+			t.Errorf("the resumed manager said %q in %d model calls, want %q in 1 (error %+v)", res.BrainText, router.Calls(), "noted", res.Error)
+		}
+
+		checkSteerAckDeliveredOnce(t, ctx, dir, store, "run1", steerWindowOp, "the steer")
+	})
 }
 
 // killAtSteerWindow runs the test binary as a child with env set (the
@@ -229,6 +192,29 @@ func TestRootSteerDeliveredOnlyOnceJournaledAcrossKill(t *testing.T) {
 func killAtSteerWindow(t *testing.T, env, dir, store string) {
 	t.Helper()
 	killChildAt(t, filepath.Join(dir, steerWindowMark), "reached the steer's append", env, childDir+"="+dir, childStore+"="+store)
+}
+
+// eachSteerWindow runs check as a subtest for each journal (the run
+// dir's file, SQLite) and window (before, after the append): the window
+// child env names, on a fresh run dir and store, killed at its steer
+// window first (see killAtSteerWindow); deadline bounds the resume's
+// wait for the killed process's lease, from before the kill.
+func eachSteerWindow(t *testing.T, env string, check func(t *testing.T, ctx context.Context, dir, store string, deadline time.Time)) {
+	t.Helper()
+	for _, journal := range []string{"file", "sqlite"} {
+		for _, window := range []string{"before", "after"} {
+			t.Run(journal+"/"+window+" the append", func(t *testing.T) {
+				ctx := context.Background()
+				dir, store := t.TempDir(), ""
+				if journal == "sqlite" {
+					store = filepath.Join(t.TempDir(), "runs.db")
+				}
+				deadline := time.Now().Add(waitLimit)
+				killAtSteerWindow(t, env+"="+window, dir, store)
+				check(t, ctx, dir, store, deadline)
+			})
+		}
+	}
 }
 
 // journaledAcks reads the steer acknowledgements journaled under node
@@ -283,12 +269,54 @@ func acksOf(t *testing.T, recs []supervise.Record, node supervise.NodeID) []supe
 // steerWindowFromEnv runs the steer window child when the environment
 // asks for it; TestMain calls it.
 func steerWindowFromEnv() (bool, error) {
-	window := os.Getenv(steerWindowEnv)
+	return windowChildFromEnv(steerWindowEnv, steerWindowChild, "steer window child")
+}
+
+// windowChildFromEnv runs child (named what, for its failure) when the
+// environment variable env names a window ("before" or "after" the
+// append), on the run dir and store the environment names: the child is
+// to be killed at the append, so its return is an error.
+func windowChildFromEnv(env string, child func(dir, store string, after bool) error, what string) (bool, error) {
+	window := os.Getenv(env)
 	if window == "" {
 		return false, nil
 	}
-	err := steerWindowChild(os.Getenv(childDir), os.Getenv(childStore), window == "after")
-	return true, fmt.Errorf("the steer window child was not killed at the append: %v", err)
+	err := child(os.Getenv(childDir), os.Getenv(childStore), window == "after")
+	return true, fmt.Errorf("the %s was not killed at the append: %v", what, err)
+}
+
+// checkKilledSteerAck checks the acknowledgement of steer op a process
+// killed at its steer window left in dir: claimed (fatal otherwise), not
+// delivered — whose names the transcript whose append did not return.
+func checkKilledSteerAck(t *testing.T, ctx context.Context, dir, op, whose string) {
+	t.Helper()
+	ack, err := supervise.ReadSteerAck(ctx, dir, op)
+	if err != nil || ack == nil {
+		t.Fatalf("the killed process's acknowledgement %+v, %v; want its claim", ack, err)
+	}
+	if ack.Effect == supervise.SteerDelivered {
+		t.Errorf("the killed process acknowledged the steer delivered before %s transcript append returned: %+v", whose, ack)
+	}
+}
+
+// checkSteerAckDeliveredOnce checks steer op (what, for failures) after
+// the resume: its acknowledgement file says delivered to node, and the
+// journal (dir's, or the SQLite store's) acknowledges it once, delivered.
+func checkSteerAckDeliveredOnce(t *testing.T, ctx context.Context, dir, store string, node supervise.NodeID, op, what string) {
+	t.Helper()
+	ack, err := supervise.ReadSteerAck(ctx, dir, op)
+	if err != nil || ack == nil || ack.Effect != supervise.SteerDelivered || ack.Worker != string(node) {
+		t.Errorf("the acknowledgement after resume %+v (%v), want delivered to %s", ack, err, node)
+	}
+	var acks []supervise.SteerAck
+	for _, a := range journaledAcks(t, ctx, dir, store, node) {
+		if a.OperationID == op {
+			acks = append(acks, a)
+		}
+	}
+	if len(acks) != 1 || acks[0].Effect != supervise.SteerDelivered {
+		t.Errorf("journaled acknowledgements of %s %+v, want one, delivered", what, acks)
+	}
 }
 
 // Issue 13, §3.6: a root steer whose transcript message the journal

@@ -522,25 +522,9 @@ func (rootOfLead) Turn(_ context.Context, msgs []contract.ChatMessage, _ []contr
 // transcript record of node: its process died there.
 func keepThroughNode(t *testing.T, dir string, node supervise.NodeID, n int) {
 	t.Helper()
-	path := filepath.Join(dir, supervise.SpawnJournalFile)
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
+	if !cutJournalAtTranscript(t, dir, node, true, func(supervise.Record) bool { n--; return n == 0 }) {
+		t.Fatalf("the journal holds too few transcript records of %s", node)
 	}
-	lines := bytes.SplitAfter(data, []byte("\n"))
-	for i, line := range lines {
-		var r supervise.Record
-		if json.Unmarshal(line, &r) != nil || r.Kind != supervise.KindTranscript || r.Node != node {
-			continue
-		}
-		if n--; n == 0 {
-			if err := os.WriteFile(path, bytes.Join(lines[:i+1], nil), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			return
-		}
-	}
-	t.Fatalf("the journal holds too few transcript records of %s", node)
 }
 
 // Issue 13 at depth (§3.6 nested managers): a nested lead manager's
