@@ -497,11 +497,18 @@ func (c *Coordinator) AnswerQuestion(ctx context.Context, a AnswerArgs) (AnswerR
 		}
 	}
 	res, d, from, then, err := c.decide(a)
+	if err == nil && (d != nil || then != nil) {
+		// The question's record first: its event reached this manager
+		// before the record was written, and a decision journaled before
+		// it, or its escalated copy asked (and journaled) of the parent
+		// before it, would leave a journal — to a process killed between
+		// the two — holding the consequence and not the question.
+		c.questionJournaled(ctx, res.QuestionID)
+	}
 	if then != nil {
 		then()
 	}
 	if err == nil && d != nil {
-		c.questionJournaled(ctx, res.QuestionID)
 		rec := CoordRecord{Kind: CoordDecision, QuestionID: res.QuestionID, Decision: d, Delivered: res.Delivered}
 		if jerr := c.log.appendCoordOrLose(ctx, rec, from); jerr != nil {
 			c.logger.Error("supervise: journaling a decision", "question", res.QuestionID, "err", jerr)
