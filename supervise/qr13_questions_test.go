@@ -188,9 +188,11 @@ func (s *queueQuestions) releaseFirst() {
 // checklist: §9 answer_question "resolve only when delivered" through a
 // nested manager. The outer manager answers the question a nested
 // manager escalated while its asking worker gives up: the answer is
-// reported delivered only if the worker receives it. The worker is
-// still journaling its question when the answer is made, and gives up
-// before the escalated copy's record is written.
+// reported delivered only if the worker receives it. The escalated
+// copy's record is still being written when the answer is made, and the
+// worker gives up before it is. (The worker's own record lands first: a
+// nested manager escalates a question only once its record is journaled,
+// so a journal never holds the copy without its origin.)
 func TestQR13EscalatedAnswerRacingGiveUpIsDeliveredOrExpired(t *testing.T) {
 	r := newOutsideRun(t)
 	qs := &queueQuestions{Store: questionStores[0].open(t), arrived: make(chan struct{}, 4)}
@@ -201,14 +203,6 @@ func TestQR13EscalatedAnswerRacingGiveUpIsDeliveredOrExpired(t *testing.T) {
 	got := make(chan bool, 1)
 	_, err := r.drive(func(ctx context.Context, c *supervise.Coordinator) error {
 		defer close(outerDone)
-		if err := r.spawnDeepAsk(ctx, t, c, outsideOutcome{res: supervise.WorkResult{Text: "PASS", Spent: outsideSpent(100)},
-			ask: cancellableAsk(cancels, got, supervise.UrgencyBlocksRun)}); err != nil {
-			return err
-		}
-		ev, err := awaitKind(ctx, c, supervise.EventQuestion) // the escalated copy
-		if err != nil {
-			return err
-		}
 		arrived := func() error {
 			select {
 			case <-qs.arrived:
@@ -217,8 +211,20 @@ func TestQR13EscalatedAnswerRacingGiveUpIsDeliveredOrExpired(t *testing.T) {
 				return ctx.Err()
 			}
 		}
-		// The worker's record is held; the escalated copy's comes after
-		// it (a store journal appends one record at a time).
+		if err := r.spawnDeepAsk(ctx, t, c, outsideOutcome{res: supervise.WorkResult{Text: "PASS", Spent: outsideSpent(100)},
+			ask: cancellableAsk(cancels, got, supervise.UrgencyBlocksRun)}); err != nil {
+			return err
+		}
+		// The worker's record is written; then the nested manager
+		// escalates, and the copy's record is held.
+		if err := arrived(); err != nil {
+			return err
+		}
+		qs.releaseFirst()
+		ev, err := awaitKind(ctx, c, supervise.EventQuestion) // the escalated copy
+		if err != nil {
+			return err
+		}
 		if err := arrived(); err != nil {
 			return err
 		}
@@ -228,12 +234,8 @@ func TestQR13EscalatedAnswerRacingGiveUpIsDeliveredOrExpired(t *testing.T) {
 			answered <- ans
 		}()
 		waitAnswered(t, c, func(int) int { return 0 }, "")
-		(<-cancels)()     // sent before the worker asked
-		qs.releaseFirst() // the worker's question: its Ask returns
+		(<-cancels)() // the worker gives up
 		asker := recvWithin(t, got)
-		if err := arrived(); err != nil {
-			return err
-		}
 		qs.releaseFirst() // the escalated copy's
 		ans := recvWithin(t, answered)
 		if ans.Delivered != asker {
