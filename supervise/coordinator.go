@@ -1408,10 +1408,13 @@ func (c *Coordinator) runCheck(ctx context.Context, out Output) (kernel.Verdict,
 	if limit <= 0 {
 		limit = DefaultCheckTimeout
 	}
-	ctx, cancel := context.WithTimeout(ctx, limit)
+	cctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	a, answered := callHook(ctx, func(ctx context.Context) (kernel.Verdict, error) { return c.check.Check(ctx, out) })
+	a, answered := callHook(cctx, func(ctx context.Context) (kernel.Verdict, error) { return c.check.Check(ctx, out) })
 	switch {
+	case !answered && ctx.Err() != nil:
+		// The run ended (cancelled, its deadline), not the check's time.
+		return kernel.Verdict{}, fmt.Errorf("supervise: the deliverable check was cut short: %w", context.Cause(ctx))
 	case !answered:
 		return kernel.Verdict{}, fmt.Errorf("supervise: the deliverable check did not answer within %s", limit)
 	case a.panic != nil:
