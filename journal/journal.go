@@ -335,7 +335,8 @@ func (j *Journal) Enqueue(records ...canonjson.Value) (*Pending, error) {
 // Append does. A queued batch is never withdrawn (a later one may already
 // rely on its place): if ctx ends first, Wait returns context.Cause(ctx)
 // and the batch's outcome is unknown to this caller (a later commit
-// writes it, or Close fails it). Wait may be called more than once.
+// writes it, or Close fails it). Wait may be called more than once; once
+// the batch's outcome is known, Wait returns it even with an ended ctx.
 func (p *Pending) Wait(ctx context.Context) (firstSeq int64, err error) {
 	if p.b == nil {
 		return 0, nil
@@ -458,8 +459,16 @@ func putBuffer(buf *[]byte, data []byte) {
 // await waits for b's outcome, committing groups itself when the commit
 // token is free. If ctx ends first, a withdrawable batch no commit has
 // taken yet is withdrawn and context.Cause(ctx) returned; otherwise
-// (withdraw false) the cause is returned with b left queued.
+// (withdraw false) the cause is returned with b left queued. An outcome
+// already known when await is called is returned whatever ctx is.
 func (j *Journal) await(ctx context.Context, b *batch, withdraw bool) (int64, error) {
+	select {
+	case <-b.done:
+		// Known already: the outcome, whatever ctx is (the select below
+		// could take ctx's end instead).
+		return b.first, b.err
+	default:
+	}
 	select {
 	case <-b.done:
 	case j.token <- struct{}{}:

@@ -904,3 +904,25 @@ func TestSizeCountsCommittedBytes(t *testing.T) {
 		}
 	}
 }
+
+// A batch already durable has an outcome its Wait knows: Wait returns
+// it whatever ctx is, not the ended context's error half the time (the
+// wait's select had both its batch's done and ctx's end ready).
+func TestPendingWaitOnADurableBatchReturnsItsOutcome(t *testing.T) {
+	j := mustOpen(t, filepath.Join(t.TempDir(), "j.jsonl"), journal.Options{NoSync: true})
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	for i := range 300 {
+		p, err := j.Enqueue(rec(t, fmt.Sprintf(`{"i":%d}`, i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, err := p.Wait(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again, err := p.Wait(gone); again != first || err != nil {
+			t.Fatalf("run %d: Wait on the durable batch with an ended context = %d, %v; want %d, nil", i, again, err, first)
+		}
+	}
+}

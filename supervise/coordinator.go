@@ -1544,7 +1544,9 @@ func AwaitWait(ms *float64) time.Duration {
 // brain returned) it waits no more: with nothing queued it answers
 // stopped at once, a wait already under way included — a harness's
 // await_event in flight beside its stop call does not run out its
-// timeout.
+// timeout. A wait whose own ctx ended fails with its cause, unless the
+// brain's context has ended too (a brain's call under its own context):
+// then it answers as the ended brain's wait does.
 func (c *Coordinator) Await(ctx context.Context, a AwaitArgs) (AwaitResult, error) {
 	if err := checkAwaitKinds(a.Kinds); err != nil {
 		return AwaitResult{}, err
@@ -1604,6 +1606,14 @@ func (c *Coordinator) Await(ctx context.Context, a AwaitArgs) (AwaitResult, erro
 			_, free := c.scope.Live()
 			return AwaitResult{Pending: true, Live: c.liveIDs(), InDoubt: c.inDoubtIDs(), Queued: c.queuedBesides(a.Kinds), FreeSlots: free}, nil
 		case <-ctx.Done():
+			if brain != nil && brain.Err() != nil {
+				// The brain's own call, under its context (or one
+				// derived from it): both ends of the wait came at once,
+				// and the run settling is the answer, as it is to an
+				// await made once the brain ended — whichever of the
+				// two the wait saw first.
+				continue
+			}
 			return AwaitResult{}, context.Cause(ctx)
 		}
 	}

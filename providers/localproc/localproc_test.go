@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -958,6 +959,28 @@ func BenchmarkSpawnWait(b *testing.B) {
 		}
 		if term, err := proc.Wait(ctx); err != nil || term.Kind != contract.TerminationExit {
 			b.Fatal(term, err)
+		}
+	}
+}
+
+// A process that has ended has a termination its Wait knows, and Kill
+// leaves it alone: both answer so under an ended context too, rather
+// than that context's error half the time (their wait's select had the
+// process's end and ctx's end ready at once). contract.ExactProcess:
+// "Wait blocks until the process terminated"; Kill: "A process that
+// already ended is left alone".
+func TestEndedProcessWaitAndKillUnderAnEndedContext(t *testing.T) {
+	env := newEnv(t, newProvider(t, t.TempDir()), "ended-wait")
+	proc, _, _, term := run(t, env, helper("greet"))
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	for i := range 300 {
+		got, err := proc.Wait(gone)
+		if err != nil || !reflect.DeepEqual(got, term) {
+			t.Fatalf("run %d: Wait of the ended process under an ended context = %+v, %v; want %+v", i, got, err, term)
+		}
+		if err := proc.Kill(gone); err != nil {
+			t.Fatalf("run %d: Kill of the ended process under an ended context = %v, want nil", i, err)
 		}
 	}
 }

@@ -332,8 +332,15 @@ func (pr *process) killTree(reason string) {
 }
 
 // awaitDone waits until the process's termination is recorded or ctx
-// ends.
+// ends. A termination already recorded is nil whatever ctx is (the
+// select below could take ctx's end instead), so Wait and Kill of an
+// ended process answer alike under any context.
 func (pr *process) awaitDone(ctx context.Context) error {
+	select {
+	case <-pr.done:
+		return nil
+	default:
+	}
 	select {
 	case <-pr.done:
 		return nil

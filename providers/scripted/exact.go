@@ -575,12 +575,17 @@ func (x *exactProc) Status(ctx context.Context) (*contract.ExactProcessStatus, e
 	return &s, nil
 }
 
-// Wait implements contract.ExactProcess.
+// Wait implements contract.ExactProcess. An ended process's termination
+// is its answer whatever ctx is: ctx ends only a wait still under way.
 func (x *exactProc) Wait(ctx context.Context) (*contract.ProcessTermination, error) {
 	select {
 	case <-x.ps.done:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	default:
+		select {
+		case <-x.ps.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 	x.ps.mu.Lock()
 	defer x.ps.mu.Unlock()

@@ -733,3 +733,27 @@ func TestDispatchHonoursTheTurnsExecutionID(t *testing.T) {
 		t.Fatalf("a second run under execution id %q: err %v, want ErrTurnConflict", exec, err)
 	}
 }
+
+// A process that has ended has a termination its Wait knows: Wait
+// answers it under an ended context too, rather than that context's
+// error half the time (its select had the process's end and ctx's end
+// ready at once). contract.ExactProcess: "Wait blocks until the process
+// terminated"; localproc's Wait answers the same.
+func TestExactWaitOfAnEndedProcessUnderAnEndedContext(t *testing.T) {
+	f := newExactFixture(t)
+	p, err := f.env("ended-wait").Processes().Spawn(f.ctx, launch("/bin/false"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	term, err := p.Wait(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	for i := range 300 {
+		if got, err := p.Wait(gone); err != nil || !contract.SameProcessTermination(got, term) {
+			t.Fatalf("run %d: Wait of the ended process under an ended context = %+v, %v; want %+v", i, got, err, term)
+		}
+	}
+}
