@@ -330,19 +330,12 @@ func (c *Coordinator) askUp(a AskArgs, deliver func(qid string, d Decision)) str
 		case d := <-reply:
 			deliver(q.ID, d)
 		case <-ctx.Done():
-			select {
-			case d := <-reply:
-				// Decided as the manager ended: the decision was sent
-				// (and said delivered), so it is handed on.
+			// Decided as the manager ended: the decision was said
+			// delivered, so it is handed on. Otherwise nobody waits for
+			// it now, here or where its parent escalated the question.
+			if d, ok := c.decidedOrAbandon(q, reply); ok {
 				deliver(q.ID, d)
-				return
-			default:
 			}
-			// The manager ended: nobody waits for the decision, here or
-			// where its parent escalated the question.
-			c.mu.Lock()
-			abandonLocked(q)
-			c.mu.Unlock()
 		}
 	}()
 	return q.ID

@@ -281,18 +281,29 @@ func (c *Coordinator) Ask(ctx context.Context, a AskArgs) (Decision, error) {
 	case d := <-reply:
 		return d, nil
 	case <-ctx.Done():
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		select {
-		case d := <-reply:
-			// Decided as the asker gave up: the decision was reported
-			// delivered (it is sent under c.mu), so the asker takes it.
+		if d, ok := c.decidedOrAbandon(q, reply); ok {
 			return d, nil
-		default:
 		}
-		abandonLocked(q)
 		return Decision{}, context.Cause(ctx)
 	}
+}
+
+// decidedOrAbandon is the one end of every wait for a question's
+// decision whose waiter gave up (Ask, askUp, a resumed run's reoffer):
+// a decision sent as it gave up was reported delivered (decide sends it
+// under c.mu), so it is returned (ok) for the waiter to take; otherwise
+// q is abandoned (abandonLocked) — both under c.mu, so no decision is
+// said delivered and then dropped.
+func (c *Coordinator) decidedOrAbandon(q *question, reply <-chan Decision) (Decision, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	select {
+	case d := <-reply:
+		return d, true
+	default:
+	}
+	abandonLocked(q)
+	return Decision{}, false
 }
 
 // abandonLocked expires q, whose asker stopped waiting, unless it was

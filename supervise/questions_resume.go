@@ -278,11 +278,12 @@ func (c *Coordinator) reofferAsked() {
 			case d := <-o.reply:
 				in.post(context.WithoutCancel(ctx), decisionText(o.q.ID, d), "")
 			case <-ctx.Done():
-				// Nobody waits for the decision now, here or where the
-				// question was escalated.
-				c.mu.Lock()
-				abandonLocked(o.q)
-				c.mu.Unlock()
+				// A decision said delivered as the manager ended is
+				// posted; otherwise nobody waits for it now, here or
+				// where the question was escalated.
+				if d, ok := c.decidedOrAbandon(o.q, o.reply); ok {
+					in.post(context.WithoutCancel(ctx), decisionText(o.q.ID, d), "")
+				}
 			}
 		}()
 	}
