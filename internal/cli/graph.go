@@ -266,9 +266,8 @@ without a winner is also said on stderr), 2 on usage errors.`,
 				if errors.As(err, &ce) {
 					return usage("%v", err)
 				}
-				var exists *supervise.RunExistsError
-				if errors.As(err, &exists) {
-					return &exitError{code: ExitFailed, err: errors.New(runExistsText(exists))}
+				if refusal := runDirRefusal(err, resume); refusal != nil {
+					return refusal
 				}
 				return &exitError{code: ExitFailed, err: err}
 			}

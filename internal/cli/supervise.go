@@ -437,9 +437,8 @@ none or its journal lost part of it, 2 on usage errors.`,
 				if refusal := perWorkerRefusal(err); refusal != nil {
 					return refusal
 				}
-				var exists *supervise.RunExistsError
-				if errors.As(err, &exists) {
-					return usage("%s", runExistsText(exists))
+				if refusal := runDirRefusal(err, resume); refusal != nil {
+					return refusal
 				}
 				if errors.Is(err, supervise.ErrInvalidOptions) || errors.Is(err, supervise.ErrUnsupportedHarness) {
 					return usage("%v", err)
@@ -909,10 +908,26 @@ func awaitStart(ctx context.Context, started <-chan struct{}) bool {
 	}
 }
 
-// runExistsText is the refusal of a run whose run id already has a
-// journal, said in the command's terms.
-func runExistsText(e *supervise.RunExistsError) string {
-	return fmt.Sprintf("run %q already has a journal in %s: add --resume to continue it, or choose another --run-dir (or --run-id) to start a new run", e.RunID, e.RunDir)
+// runDirRefusal is err, when the run dir and run id the flags give do
+// not go together, as a usage error (exit 2) of agentrt supervise and
+// agentrt graph alike, said in the command's terms; otherwise nil. A new
+// run whose id already has a journal there (*supervise.RunExistsError)
+// needs --resume or another dir; a run dir that holds another run than
+// --run-id names (*supervise.RunDirMismatchError) needs that run's id
+// to resume it, or another dir. resume is whether --resume was given.
+func runDirRefusal(err error, resume bool) error {
+	var exists *supervise.RunExistsError
+	if errors.As(err, &exists) {
+		return usage("run %q already has a journal in %s: add --resume to continue it, or choose another --run-dir (or --run-id) to start a new run", exists.RunID, exists.RunDir)
+	}
+	var other *supervise.RunDirMismatchError
+	if !errors.As(err, &other) {
+		return nil
+	}
+	if resume {
+		return usage("--resume: %s is the directory of run %q, not of run %q: resume it with --run-id %s, or give the --run-dir of run %q", other.RunDir, other.Recorded, other.RunID, other.Recorded, other.RunID)
+	}
+	return usage("%s is the directory of run %q, not of run %q: choose another --run-dir for run %q, or add --resume with --run-id %s to continue run %q", other.RunDir, other.Recorded, other.RunID, other.RunID, other.Recorded, other.Recorded)
 }
 
 // journalFeed hands out a run's journal records as they are appended:
