@@ -1,8 +1,14 @@
 package cli_test
 
 import (
+	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/agentrt/agentrt/supervise"
 )
 
 // CL16 item 2: a --resume whose --run-id is not the run its --run-dir
@@ -36,5 +42,104 @@ func TestResumeWithAnotherRunIDIsAUsageError(t *testing.T) {
 			refusedAsUsage(t, out, errOut, code, dir, `"first"`, `"second"`, "another --run-dir")
 			checkUnchanged(t, dir, before)
 		})
+	}
+}
+
+// CL16 item 3: a run journaled in the store (--journal-in-store) takes
+// no supervise.lock in its run dir, and a --resume may continue it from
+// another run dir (another machine). Its supervisor answers control
+// requests only in its own run dir: agentrt steer and agentrt cancel
+// aimed at the dir the run was started in, after its first process died
+// and another took the run over elsewhere, get no answer. They must say
+// so — the run's journal is in the store, a supervisor that resumed it
+// elsewhere answers only there — not only "is its supervisor running?"
+// while one is. The same requests at the new dir reach it. Behaviours
+// 48-50, §3.6 "Persistence & resume", §9.
+func TestControlAtTheOldDirOfAStoreRunTakenOverElsewhere(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs agentrt in a child process")
+	}
+	oldDir, newDir, db := t.TempDir(), t.TempDir(), filepath.Join(t.TempDir(), "runs.db")
+	slow := writeFile(t, "slow.json", `{"turns": [{"repeat": true, "steps": [{"text": "thinking"}, {"delayMs": 600000}, {"text": " done."}]}]}`)
+	// The first process awaits s1 for ever; the one that takes the run
+	// over finds s1 in doubt and spawns s2, which it awaits as long.
+	script := managerScript(t, `{"turns": [`+spawnNote+`, `+awaitOne+`, `+
+		`{"calls": [{"verb": "spawn_worker", "args": {"profile": "note-writer", "label": "again", "task": "Write a note."}}]}, `+
+		awaitOne+`, {"text": "Stopped."}, {"text": " Spare."}]}`)
+	common := []string{"supervise", supManager, "--task", "Write release notes.", "--worker", noteWriter,
+		"--manager-script", script, "--script", slow, "--run-id", "moved", "--db", db, "--journal-in-store", "--lease", "6s", "--worker-tokens", "1000"}
+
+	first := exec.Command(os.Args[0], append(common, "--run-dir", oldDir)...)
+	first.Env = append(os.Environ(), "AGENTRT_CLI_CHILD=1")
+	var firstErr strings.Builder
+	first.Stderr = &firstErr
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = first.Wait(); close(exited) }()
+	defer func() { _ = first.Process.Kill(); <-exited }()
+	st := graphStoreBackends[0].open(t, []string{"--db", db})
+	defer st.Close()
+	awaitStoreJournal(t, st, "moved", func(recs []supervise.Record) bool { return slicesContainsKind(recs, supervise.KindExecutionBound) },
+		func() string { return "no worker was bound; stderr:\n" + firstErr.String() })
+	if err := first.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-exited:
+	case <-time.After(time.Minute):
+		t.Fatal("the killed supervisor did not exit")
+	}
+
+	type result struct {
+		out, errOut string
+		code        int
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, errOut, code := resumeOnceLeaseLapsed(t, append(common, "--run-dir", newDir, "--resume", "--json")...)
+		done <- result{out, errOut, code}
+	}()
+	defer func() {
+		// The run ends cancelled at its new dir, whatever the asserts
+		// below found.
+		_, _, _ = run(t, "", "cancel", newDir, "--operation-id", "end-it", "--wait", "30s")
+		select {
+		case <-done:
+		case <-time.After(2 * time.Minute):
+			t.Error("the resumed supervisor did not end after its cancel")
+		}
+	}()
+	// Taken over: the journal's lease generation is raised.
+	for deadline := time.Now().Add(2 * time.Minute); journalGeneration(t, st, "moved") < 2 || !leaseHeld(st, "moved"); {
+		select {
+		case res := <-done:
+			done <- res
+			t.Fatalf("the resume ended: exit %d\n%s%s", res.code, res.out, res.errOut)
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no process took the run over (generation %d)", journalGeneration(t, st, "moved"))
+		}
+	}
+
+	const elsewhere = "resumed it from another run dir"
+	out, errOut, code := run(t, "", "steer", oldDir, "moved:s1", "keep it short", "--wait", "2s")
+	if code != 1 || !strings.Contains(errOut, elsewhere) || !strings.Contains(errOut, "journal is in the store") {
+		t.Errorf("steer at the old dir: exit %d, want 1 saying the run may be held from another run dir\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	out, errOut, code = run(t, "", "cancel", oldDir, "--wait", "2s", "--json")
+	if code != 1 || !strings.Contains(errOut, elsewhere) || member(decode(t, out), "effect").Str() != "unknown" {
+		t.Errorf("cancel at the old dir: exit %d, want 1, effect unknown, saying the run may be held from another run dir\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	// At its new dir the supervisor takes the steer (held for the
+	// worker's next turn, or delivered).
+	out, errOut, code = run(t, "", "steer", newDir, "moved:s2", "keep it short", "--wait", "20s")
+	if !strings.Contains(out, "to moved:s2: unknown after") && !(code == 0 && strings.Contains(out, "delivered")) {
+		t.Errorf("steer at the new dir: exit %d\n%s%s", code, out, errOut)
+	}
+	if strings.Contains(errOut, elsewhere) {
+		t.Errorf("the steer the supervisor took says it may be elsewhere:\n%s", errOut)
 	}
 }
