@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -141,5 +142,62 @@ func TestControlAtTheOldDirOfAStoreRunTakenOverElsewhere(t *testing.T) {
 	}
 	if strings.Contains(errOut, elsewhere) {
 		t.Errorf("the steer the supervisor took says it may be elsewhere:\n%s", errOut)
+	}
+}
+
+// CL16 item 4: a whole run's cancellation carries the operator's
+// --reason and --operator into the run dir's run.request.json, which the
+// supervisor reads only up to supervise.MaxControlFileBytes. Text that
+// JSON-escapes past it (each '<' is six bytes) was written all the same:
+// the supervisor could not read the request, so the run was never
+// cancelled, and every later cancellation of the run failed on the
+// oversized file. Text past the bound is a usage error, nothing written,
+// and the run is still cancellable. Behaviour 50, §3.6 "Cancellation".
+func TestCancelWithOversizedTextIsRefusedAndTheRunStaysCancellable(t *testing.T) {
+	dir := t.TempDir()
+	slow := writeFile(t, "slow.json", `{"turns": [{"repeat": true, "steps": [{"text": "thinking"}, {"delayMs": 600000}, {"text": " done."}]}]}`)
+	script := managerScript(t, `{"turns": [`+spawnNote+`, `+awaitOne+`, {"text": "Stopped."}, {"text": " Spare."}]}`)
+	type result struct {
+		out, errOut string
+		code        int
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, errOut, code := run(t, "", "supervise", supManager, "--task", "Write release notes.", "--worker", noteWriter,
+			"--manager-script", script, "--script", slow, "--run-dir", dir, "--run-id", "big", "--json")
+		done <- result{out, errOut, code}
+	}()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		if recs, _, err := supervise.ReadRunDir(context.Background(), dir); err == nil && slicesContainsKind(recs, supervise.KindSpawned) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the run spawned no worker")
+		}
+	}
+	huge := strings.Repeat("<", 100<<10)
+	for name, args := range map[string][]string{
+		"--reason":   {"--reason", huge, "--operator", huge},
+		"--operator": {"--operator", huge + huge},
+	} {
+		out, errOut, code := run(t, "", append([]string{"cancel", dir, "--wait", "3s", "--json"}, args...)...)
+		if code != 2 || out != "" || !strings.Contains(errOut, name) {
+			t.Errorf("cancel with an oversized %s: exit %d, want 2 naming it, nothing on stdout\nstdout: %.200s\nstderr: %.300s", name, code, out, errOut)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, supervise.RunCancelRequestFile)); err == nil {
+		t.Errorf("a refused cancellation left %s", supervise.RunCancelRequestFile)
+	}
+	out, errOut, code := run(t, "", "cancel", dir, "--reason", "not needed", "--wait", "30s")
+	if code != 0 || !strings.Contains(out, "cancelled") {
+		t.Errorf("the cancellation after the refused one: exit %d\n%s%s", code, out, errOut)
+	}
+	select {
+	case res := <-done:
+		if !strings.Contains(res.out, `"reason": "cancelled"`) {
+			t.Errorf("the run did not end cancelled: exit %d\n%.2000s", res.code, res.out)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the run did not end after its cancellation")
 	}
 }

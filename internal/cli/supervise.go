@@ -1656,11 +1656,18 @@ acknowledgement or none within --wait (said on stderr), 2 on usage errors.`,
 }
 
 // checkCancelArgs refuses a cancellation's operator text up front
-// (checkRef, checkText): WORKER, --reason, --operator.
+// (checkRef, checkText): WORKER, --reason, --operator — the last two
+// also past supervise.MaxControlText, which the request could not carry
+// to the supervisor.
 func checkCancelArgs(worker, reason string, rc runCancelFlags) error {
 	if worker != "" {
 		if err := checkRef("WORKER", worker); err != nil {
 			return err
+		}
+	}
+	for _, t := range [][2]string{{"--reason", reason}, {"--operator", rc.operator}} {
+		if len(t[1]) > supervise.MaxControlText {
+			return usage("%s is %d bytes, over the %d a cancellation carries: shorten it", t[0], len(t[1]), supervise.MaxControlText)
 		}
 	}
 	return checkTexts("--reason", reason, "--operator", rc.operator)
