@@ -201,3 +201,59 @@ func TestCancelWithOversizedTextIsRefusedAndTheRunStaysCancellable(t *testing.T)
 		t.Fatal("the run did not end after its cancellation")
 	}
 }
+
+// A run whose supervisor was killed (its state still says running, its
+// supervise.lock held by no process) has nobody to answer a steer or a
+// cancellation. agentrt steer and agentrt cancel asked "is its
+// supervisor running?" (or said the run "may still apply" the
+// cancellation) when the run dir tells that none is: they say so, and
+// that a --resume answers the request. Behaviours 48-50, §3.6
+// "Persistence & resume" (supervise.lock), RES-03.
+func TestControlOfARunWhoseSupervisorIsGoneSaysSo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs agentrt in a child process")
+	}
+	dir := t.TempDir()
+	slow := writeFile(t, "slow.json", `{"turns": [{"repeat": true, "steps": [{"text": "thinking"}, {"delayMs": 600000}, {"text": " done."}]}]}`)
+	script := managerScript(t, `{"turns": [`+spawnNote+`, `+awaitOne+`, {"text": "Stopped."}]}`)
+	sup := exec.Command(os.Args[0], "supervise", supManager, "--task", "Write release notes.", "--worker", noteWriter,
+		"--manager-script", script, "--script", slow, "--run-dir", dir, "--run-id", "gone")
+	sup.Env = append(os.Environ(), "AGENTRT_CLI_CHILD=1")
+	var supErr strings.Builder
+	sup.Stderr = &supErr
+	if err := sup.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = sup.Wait(); close(exited) }()
+	defer func() { _ = sup.Process.Kill(); <-exited }()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		if recs, _, err := supervise.ReadRunDir(context.Background(), dir); err == nil && slicesContainsKind(recs, supervise.KindSpawned) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the run spawned no worker; stderr:\n%s", supErr.String())
+		}
+	}
+	if err := sup.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-exited:
+	case <-time.After(time.Minute):
+		t.Fatal("the killed supervisor did not exit")
+	}
+	const gone = "no supervisor drives"
+	out, errOut, code := run(t, "", "steer", dir, "gone:s1", "keep it short", "--wait", "1s")
+	if code != 1 || !strings.Contains(errOut, gone) || !strings.Contains(errOut, "--resume") {
+		t.Errorf("steer of a run whose supervisor is gone: exit %d, want 1 saying no supervisor drives it\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	out, errOut, code = run(t, "", "cancel", dir, "gone:s1", "--wait", "1s", "--json")
+	if code != 1 || !strings.Contains(errOut, gone) || member(decode(t, out), "effect").Str() != "unknown" {
+		t.Errorf("cancel of a worker of a run whose supervisor is gone: exit %d, want 1, unknown, saying no supervisor drives it\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	out, errOut, code = run(t, "", "cancel", dir, "--wait", "1s")
+	if code != 1 || !strings.Contains(errOut, gone) || !strings.Contains(out, "unknown") {
+		t.Errorf("cancel of a run whose supervisor is gone: exit %d, want 1, unknown, saying no supervisor drives it\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+}

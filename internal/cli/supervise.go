@@ -1786,7 +1786,7 @@ func steerWorker(ctx context.Context, stdio IO, dir, worker, message, opID strin
 	case requested:
 		return nil
 	case ack == nil:
-		return &exitError{code: ExitFailed, err: fmt.Errorf("the run did not acknowledge the steer within %s (is its supervisor running?): run this again with --operation-id %s to see the outcome%s", wait, opID, heldElsewhereHint(dir))}
+		return &exitError{code: ExitFailed, err: fmt.Errorf("the run did not acknowledge the steer within %s (is its supervisor running?): run this again with --operation-id %s to see the outcome%s", wait, opID, noAnswerHint(dir))}
 	case ack.Effect != supervise.SteerDelivered:
 		return refused()
 	}
@@ -1901,23 +1901,29 @@ func cancelWork(ctx context.Context, stdio IO, dir, worker, opID, reason string,
 		// and no wait was asked.
 		return nil
 	case timedOut:
-		return &exitError{code: ExitFailed, err: fmt.Errorf("the run did not confirm the cancellation within %s; it may still apply it: run this again with --operation-id %s to see the outcome%s", wait, opID, heldElsewhereHint(dir))}
+		return &exitError{code: ExitFailed, err: fmt.Errorf("the run did not confirm the cancellation within %s; it may still apply it: run this again with --operation-id %s to see the outcome%s", wait, opID, noAnswerHint(dir))}
 	}
 	return refused()
 }
 
-// heldElsewhereHint is what a request to run dir dir that nobody
-// answered adds when the run keeps its journal in the store
-// (journalPlace): such a run takes no supervise.lock in its dir, and a
-// --resume may continue it from another run dir, whose supervisor reads
-// requests only there. Nothing in dir says whether that happened (the
-// store's lease names the holding process, not its dir), so the hint
-// says where else to look; "" for any other run.
-func heldElsewhereHint(dir string) string {
-	if journalPlace(dir) != journalInStore {
-		return ""
+// noAnswerHint is what a request to run dir dir that nobody answered
+// adds, said from what dir tells of the run's supervisor. A run that
+// keeps its journal in the store (journalPlace) takes no supervise.lock
+// in its dir, and a --resume may continue it from another run dir,
+// whose supervisor reads requests only there; nothing in dir says
+// whether that happened (the store's lease names the holding process,
+// not its dir), so the hint says where else to look. A run whose
+// supervise.lock no live process holds (supervise.ProbeRunDirLock) has
+// no supervisor: it stopped without ending, and only a --resume answers
+// the request. "" when dir tells nothing more.
+func noAnswerHint(dir string) string {
+	if journalPlace(dir) == journalInStore {
+		return fmt.Sprintf("; %s is the dir of a run whose journal is in the store: a supervisor that resumed it from another run dir (--resume --journal-in-store with another --run-dir, on this machine or another) answers only requests written in that dir, so if one did, send this there", dir)
 	}
-	return fmt.Sprintf("; %s is the dir of a run whose journal is in the store: a supervisor that resumed it from another run dir (--resume --journal-in-store with another --run-dir, on this machine or another) answers only requests written in that dir, so if one did, send this there", dir)
+	if p, err := supervise.ProbeRunDirLock(dir); err == nil && p.State == supervise.HolderGone {
+		return fmt.Sprintf("; no supervisor drives %s (%s): the run stopped without ending, and a --resume of it (agentrt supervise or agentrt graph with --resume and this run dir) answers the request", dir, p.Why)
+	}
+	return ""
 }
 
 // againHint tells how to learn a request's outcome later; a hint, it
