@@ -51,6 +51,9 @@ Exit status: 0 when the run is cancelled (or the request is recorded and
 		Args: cobra.MatchAll(cobra.ExactArgs(1), runArg),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			if err := waitFlag(wait); err != nil {
+				return err
+			}
 			s, err := sf.open(ctx)
 			if err != nil {
 				return err

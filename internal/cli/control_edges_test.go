@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentrt/agentrt/store"
+	"github.com/agentrt/agentrt/store/sqlite"
 	"github.com/agentrt/agentrt/supervise"
 )
 
@@ -255,5 +257,55 @@ func TestControlOfARunWhoseSupervisorIsGoneSaysSo(t *testing.T) {
 	out, errOut, code = run(t, "", "cancel", dir, "--wait", "1s")
 	if code != 1 || !strings.Contains(errOut, gone) || !strings.Contains(out, "unknown") {
 		t.Errorf("cancel of a run whose supervisor is gone: exit %d, want 1, unknown, saying no supervisor drives it\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+}
+
+// A negative --wait is a bad flag value, as a negative --deadline is:
+// agentrt steer and agentrt cancel took it for --wait 0 (the request
+// written, exit 0), agentrt runs cancel printed cancel_requested and
+// exited 1 — one mistake, two answers, neither saying it. Every control
+// command refuses it as a usage error before anything is written.
+func TestNegativeWaitIsAUsageError(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	script := managerScript(t, `{"turns": [`+spawnNote+`, `+awaitOne+`, `+answerDone+`]}`)
+	if out, errOut, code := run(t, "", superviseArgs(t, script, dir)...); code != 0 {
+		t.Fatalf("supervise: exit %d\n%s%s", code, out, errOut)
+	}
+	// A live store run, as another process left it running.
+	db := filepath.Join(t.TempDir(), "runs.db")
+	s, err := sqlite.Open(context.Background(), db, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := s.CreateRun(context.Background(), store.Run{ID: "r1", Kind: "execute", Status: store.StatusRunning, Owner: "elsewhere", LeaseUntil: time.Now().Add(time.Hour)})
+	s.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, args := range map[string][]string{
+		"steer":            {"steer", dir, "note", "Be brief.", "--wait", "-1s"},
+		"cancel":           {"cancel", dir, "--wait", "-1s"},
+		"cancel WORKER":    {"cancel", dir, "note", "--wait", "-1s"},
+		"supervise steer":  {"supervise", "steer", dir, "note", "--message", "Be brief.", "--operation-id", "s1", "--wait", "-1s"},
+		"supervise cancel": {"supervise", "cancel", dir, "--operation-id", "c1", "--wait", "-1s"},
+		"runs cancel":      {"runs", "cancel", "r1", "--db", db, "--wait", "-1s"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			before := dirContents(t, dir)
+			out, errOut, code := run(t, "", args...)
+			if code != 2 || out != "" || !strings.Contains(errOut, "--wait") {
+				t.Errorf("exit %d, want 2 naming --wait and nothing on stdout\nstdout: %s\nstderr: %s", code, out, errOut)
+			}
+			checkUnchanged(t, dir, before)
+		})
+	}
+	s, err = sqlite.Open(context.Background(), db, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if after, err := s.GetRun(context.Background(), "r1"); err != nil || after.Revision != live.Revision {
+		t.Errorf("the refused runs cancel changed the run: revision %d, was %d (%v)", after.Revision, live.Revision, err)
 	}
 }

@@ -1728,6 +1728,9 @@ the whole run; then wait up to --wait for the supervisor to confirm the end
 func steerWorker(ctx context.Context, stdio IO, dir, worker, message, opID string, interrupt bool, wait time.Duration, asJSON bool) error {
 	// Checked after the operands, which are refused first as they were
 	// before any run directory was read.
+	if err := waitFlag(wait); err != nil {
+		return err
+	}
 	if err := checkRunDir(dir); err != nil {
 		return err
 	}
@@ -1806,6 +1809,9 @@ func cancelWork(ctx context.Context, stdio IO, dir, worker, opID, reason string,
 	}
 	if rc.deadline < 0 {
 		return usage("--deadline must not be negative")
+	}
+	if err := waitFlag(wait); err != nil {
+		return err
 	}
 	if err := checkRunDir(dir); err != nil {
 		return err
@@ -1924,6 +1930,15 @@ func noAnswerHint(dir string) string {
 		return fmt.Sprintf("; no supervisor drives %s (%s): the run stopped without ending, and a --resume of it (agentrt supervise or agentrt graph with --resume and this run dir) answers the request", dir, p.Why)
 	}
 	return ""
+}
+
+// waitFlag refuses a negative --wait of a steer or cancellation, a bad
+// value as a negative --deadline is: 0 is how not to wait.
+func waitFlag(wait time.Duration) error {
+	if wait < 0 {
+		return usage("--wait %s is negative: give how long to wait for the answer, or 0 not to wait", wait)
+	}
+	return nil
 }
 
 // againHint tells how to learn a request's outcome later; a hint, it
