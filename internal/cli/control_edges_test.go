@@ -157,26 +157,7 @@ func TestControlAtTheOldDirOfAStoreRunTakenOverElsewhere(t *testing.T) {
 // and the run is still cancellable. Behaviour 50, §3.6 "Cancellation".
 func TestCancelWithOversizedTextIsRefusedAndTheRunStaysCancellable(t *testing.T) {
 	dir := t.TempDir()
-	slow := writeFile(t, "slow.json", `{"turns": [{"repeat": true, "steps": [{"text": "thinking"}, {"delayMs": 600000}, {"text": " done."}]}]}`)
-	script := managerScript(t, `{"turns": [`+spawnNote+`, `+awaitOne+`, {"text": "Stopped."}, {"text": " Spare."}]}`)
-	type result struct {
-		out, errOut string
-		code        int
-	}
-	done := make(chan result, 1)
-	go func() {
-		out, errOut, code := run(t, "", "supervise", supManager, "--task", "Write release notes.", "--worker", noteWriter,
-			"--manager-script", script, "--script", slow, "--run-dir", dir, "--run-id", "big", "--json")
-		done <- result{out, errOut, code}
-	}()
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
-		if recs, _, err := supervise.ReadRunDir(context.Background(), dir); err == nil && slicesContainsKind(recs, supervise.KindSpawned) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the run spawned no worker")
-		}
-	}
+	done := startLiveRun(t, dir, "big")
 	huge := strings.Repeat("<", 100<<10)
 	for name, args := range map[string][]string{
 		"--reason":   {"--reason", huge, "--operator", huge},
@@ -199,6 +180,89 @@ func TestCancelWithOversizedTextIsRefusedAndTheRunStaysCancellable(t *testing.T)
 		if !strings.Contains(res.out, `"reason": "cancelled"`) {
 			t.Errorf("the run did not end cancelled: exit %d\n%.2000s", res.code, res.out)
 		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the run did not end after its cancellation")
+	}
+}
+
+// liveRunResult is what the agentrt supervise of startLiveRun printed.
+type liveRunResult struct {
+	out, errOut string
+	code        int
+}
+
+// startLiveRun starts agentrt supervise --json of run runID in dir, its
+// one worker (runID:s1, label note) inside a ten-minute turn, and
+// returns once the worker is spawned; the channel gets the command's
+// output when it ends (cancel the run to end it).
+func startLiveRun(t *testing.T, dir, runID string) <-chan liveRunResult {
+	t.Helper()
+	slow := writeFile(t, "slow.json", `{"turns": [{"repeat": true, "steps": [{"text": "thinking"}, {"delayMs": 600000}, {"text": " done."}]}]}`)
+	script := managerScript(t, `{"turns": [`+spawnNote+`, `+awaitOne+`, {"text": "Stopped."}, {"text": " Spare."}]}`)
+	done := make(chan liveRunResult, 1)
+	go func() {
+		out, errOut, code := run(t, "", "supervise", supManager, "--task", "Write release notes.", "--worker", noteWriter,
+			"--manager-script", script, "--script", slow, "--run-dir", dir, "--run-id", runID, "--json")
+		done <- liveRunResult{out, errOut, code}
+	}()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		if recs, _, err := supervise.ReadRunDir(context.Background(), dir); err == nil && slicesContainsKind(recs, supervise.KindSpawned) {
+			return done
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the run spawned no worker")
+		}
+	}
+}
+
+// CL16 item 1, the live run's arms of agentrt steer and agentrt cancel,
+// each with its human and its --json answer: a worker the running
+// supervisor does not have is refused (steer) or unknown (cancel: it
+// stays open), exit 1, the answer saying so; the run's own cancellation
+// is cancelled, exit 0, and asking again reports it. (An ended run's arms, not_live with exit 0 for a cancellation
+// and 1 for a steer: TestControlOfAFinishedRunNamesAWorkerItNeverHad;
+// a dir with no run, exit 2: TestSteerCancelRefuseADirectoryThatHoldsNoRun.)
+// Behaviours 48-50, §3.6 "Cancellation".
+func TestControlArmsOfALiveRun(t *testing.T) {
+	dir := t.TempDir()
+	done := startLiveRun(t, dir, "arms")
+	ended := false
+	defer func() {
+		if !ended {
+			_, _, _ = run(t, "", "cancel", dir, "--operation-id", "end-it", "--wait", "30s")
+			<-done
+		}
+	}()
+	out, errOut, code := run(t, "", "steer", dir, "nobody", "Be brief.", "--wait", "20s")
+	if code != 1 || !strings.Contains(out, "to nobody: refused") {
+		t.Errorf("steer to no worker: exit %d, want 1 refused\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = run(t, "", "steer", dir, "nobody", "Be brief.", "--wait", "20s", "--json")
+	if ack := member(decode(t, out), "acknowledgement"); code != 1 || member(ack, "effect").Str() != "refused" || !strings.Contains(member(ack, "detail").Str(), "nobody") {
+		t.Errorf("steer --json to no worker: exit %d, want 1 and a refused acknowledgement naming it\n%s%s", code, out, errOut)
+	}
+	// A cancellation of a label the run has not spawned stays open (it
+	// applies if the manager spawns it: behaviour 49), so within --wait
+	// it is unknown, never success, and says it may still apply.
+	out, errOut, code = run(t, "", "cancel", dir, "nobody", "--wait", "2s")
+	if code != 1 || !strings.Contains(out, "of nobody: unknown") || !strings.Contains(errOut, "may still apply it") {
+		t.Errorf("cancel of no worker: exit %d, want 1 unknown\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = run(t, "", "cancel", dir, "nobody", "--wait", "2s", "--json")
+	if v := decode(t, out); code != 1 || member(v, "effect").Str() != "unknown" || member(v, "worker").Str() != "nobody" {
+		t.Errorf("cancel --json of no worker: exit %d, want 1 and effect unknown for it\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = run(t, "", "cancel", dir, "--wait", "30s", "--json")
+	if v := decode(t, out); code != 0 || member(v, "effect").Str() != "cancelled" {
+		t.Errorf("cancel --json of the run: exit %d, want 0 cancelled\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = run(t, "", "cancel", dir, "--wait", "30s")
+	if code != 0 || !strings.Contains(out, "of the run: cancelled") {
+		t.Errorf("cancel of the run, again: exit %d, want 0 and its cancelled outcome\n%s%s", code, out, errOut)
+	}
+	select {
+	case <-done:
+		ended = true
 	case <-time.After(2 * time.Minute):
 		t.Fatal("the run did not end after its cancellation")
 	}
