@@ -126,8 +126,8 @@ stream (root-stream.jsonl), one log per worker label (workers/LABEL.ndjson),
 state.json and progress.ndjson. --resume continues the run a journal in the
 directory holds after its process exited (--run-dir, or --run-id in the
 workspace): settled workers are replayed, not run again; a directory that
-does not exist or holds nothing of a run is refused (exit 2), not started
-as a new run. It keeps the task
+does not exist or holds nothing of a run, or holds another run than
+--run-id names, is refused (exit 2), not started as a new run. It keeps the task
 and budget the journal holds: --task, --budget-tokens, --iterations,
 --budget-usd, --worker-tokens and --worker-usd may be left out, and one
 given that differs from the journal is refused (exit 2). While it runs,
