@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -135,6 +136,15 @@ func TestControlAtTheOldDirOfAStoreRunTakenOverElsewhere(t *testing.T) {
 	out, errOut, code = run(t, "", "cancel", oldDir, "--wait", "2s", "--json")
 	if code != 1 || !strings.Contains(errOut, elsewhere) || member(decode(t, out), "effect").Str() != "unknown" {
 		t.Errorf("cancel at the old dir: exit %d, want 1, effect unknown, saying the run may be held from another run dir\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	// The store does say who holds the run: agentrt runs cancel, given
+	// the store, names the process (host/pid) and how long its lease
+	// lasts where it sends the user to the run dir, the kernel cancelling
+	// no supervised run.
+	holder := fmt.Sprintf("/%d", os.Getpid())
+	out, errOut, code = run(t, "", "runs", "cancel", "moved", "--db", db, "--json")
+	if code != 1 || member(decode(t, out), "effect").Str() != "unknown" || !strings.Contains(errOut, holder) || !strings.Contains(errOut, "lease") {
+		t.Errorf("runs cancel of the store-journaled run: exit %d, want 1, unknown, naming its holder (%s)\nstdout: %s\nstderr: %s", code, holder, out, errOut)
 	}
 	// At its new dir the supervisor takes the steer (held for the
 	// worker's next turn, or delivered).
