@@ -62,8 +62,9 @@ const (
 const PathFallback = "fallback"
 
 // ErrInvalidControl: a steer or cancel request is malformed (an empty or
-// over-long operation id or message, an operation id with characters
-// outside [A-Za-z0-9._-]).
+// over-long operation id or message, a cancellation's text over
+// MaxControlText, an operation id with characters outside
+// [A-Za-z0-9._-]).
 var ErrInvalidControl = errors.New("supervise: invalid control request")
 
 // ErrNoRun: a steer or cancel request names a run directory that does
@@ -371,6 +372,11 @@ func CancelWorker(ctx context.Context, runDir, worker, operationID string, o Can
 	if worker == "" {
 		return WorkerCancellation{}, fmt.Errorf("%w: no worker named", ErrInvalidControl)
 	}
+	for _, t := range [][2]string{{"reason", o.Reason}, {"source", o.Source}} {
+		if err := checkControlText(t[0], t[1]); err != nil {
+			return WorkerCancellation{}, err
+		}
+	}
 	if err := requireRun(runDir); err != nil {
 		return WorkerCancellation{}, err
 	}
@@ -536,6 +542,11 @@ func CancelRun(ctx context.Context, runDir, operationID string, o RunCancelOptio
 	}
 	if o.Deadline < 0 {
 		return RunCancelRequest{}, fmt.Errorf("%w: a negative deadline", ErrInvalidControl)
+	}
+	for _, t := range [][2]string{{"reason", o.Reason}, {"operator", o.Operator}, {"source", o.Source}} {
+		if err := checkControlText(t[0], t[1]); err != nil {
+			return RunCancelRequest{}, err
+		}
 	}
 	if err := requireRun(runDir); err != nil {
 		return RunCancelRequest{}, err

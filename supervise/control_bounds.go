@@ -23,7 +23,24 @@ const (
 	// CancelWorker refuses to append past it, and a larger file (written
 	// by something else) is refused with a *ControlFileError.
 	MaxCancelRequestsBytes = 4 << 20
+	// MaxControlText bounds each operator text of a cancellation — its
+	// reason, operator and source — in bytes. JSON-escaped (up to six
+	// bytes a byte) all three stay inside MaxControlFileBytes, so the
+	// request and its acknowledgement are always files the supervisor
+	// reads: a larger text is refused with ErrInvalidControl rather than
+	// written where no supervisor could read it, leaving the run
+	// impossible to cancel.
+	MaxControlText = 32 << 10
 )
+
+// checkControlText refuses a cancellation's text (named what) longer
+// than MaxControlText.
+func checkControlText(what, v string) error {
+	if len(v) > MaxControlText {
+		return fmt.Errorf("%w: the %s is %d bytes, over %d", ErrInvalidControl, what, len(v), MaxControlText)
+	}
+	return nil
+}
 
 // ControlFileError reports a control file of a run dir that cannot be
 // used: larger than its limit (Size is what the file held when it was

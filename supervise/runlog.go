@@ -1081,8 +1081,9 @@ func (e *BlobError) Error() string {
 // Unwrap returns why a damaged blob is refused.
 func (e *BlobError) Unwrap() error { return e.Err }
 
-// RunDirMismatchError: the run directory's state.json names another run
-// than the one being opened there. The directory is that run's: it is
+// RunDirMismatchError: the run directory's state.json (or, resuming,
+// its journal, then wrapped in a *ResumeError) names another run than
+// the one being opened there. The directory is that run's: it is
 // neither adopted nor overwritten.
 type RunDirMismatchError struct {
 	RunDir   string

@@ -193,6 +193,12 @@ func withLease(doc canonjson.Value, until time.Time) canonjson.Value {
 	return doc.With(SpawnLogLeaseMember, canonjson.NumberValue(float64(ms)))
 }
 
+// SpawnLogLease is until when the process named by r.Owner holds r, the
+// store run of a spawn journal (SpawnLogRunKind), as its lease member
+// (SpawnLogLeaseMember) says: past it, or zero (released or
+// unreadable), no process holds the run.
+func SpawnLogLease(r store.Run) time.Time { return leaseOf(r) }
+
 // leaseOf is until when r's lease holds; the zero time when released or
 // unreadable. Only its own member is read, so the document may hold
 // others.

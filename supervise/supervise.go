@@ -801,7 +801,8 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 		case first.Kind != KindRunStarted:
 			return SupervisedResult{}, &ResumeError{RunDir: runDir, Reason: "the journal does not start with run-started"}
 		case runID != "" && runID != first.RunID:
-			return SupervisedResult{}, &ResumeError{RunDir: runDir, Reason: fmt.Sprintf("the journal is run %q, not %q", first.RunID, runID)}
+			return SupervisedResult{}, &ResumeError{RunDir: runDir, Reason: "the journal is another run's",
+				Err: &RunDirMismatchError{RunDir: runDir, RunID: runID, Recorded: first.RunID}}
 		}
 		runID, start = first.RunID, time.UnixMilli(first.StartedAtMS)
 		deadline = time.Time{}

@@ -13,6 +13,7 @@ import (
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/retained"
 	"github.com/agentrt/agentrt/store"
+	"github.com/agentrt/agentrt/supervise"
 )
 
 // defaultCancelStoreTimeout bounds the run store's answers to agentrt
@@ -51,6 +52,9 @@ Exit status: 0 when the run is cancelled (or the request is recorded and
 		Args: cobra.MatchAll(cobra.ExactArgs(1), runArg),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			if err := waitFlag(wait); err != nil {
+				return err
+			}
 			s, err := sf.open(ctx)
 			if err != nil {
 				return err
@@ -86,6 +90,9 @@ Exit status: 0 when the run is cancelled (or the request is recorded and
 			}
 			if errors.Is(err, store.ErrNotFound) {
 				return noStoredRun(args[0])
+			}
+			if gerr == nil && got.Kind == supervise.SpawnLogRunKind && errors.Is(err, kernel.ErrNotKernelRun) {
+				err = fmt.Errorf("%w; %s", err, spawnLogHolder(got, time.Now()))
 			}
 			if err != nil {
 				if asJSON {
@@ -144,4 +151,25 @@ Exit status: 0 when the run is cancelled (or the request is recorded and
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the effect as JSON")
 	cmd.Flags().DurationVar(&storeTimeout, "store-timeout", defaultCancelStoreTimeout, "how long to wait for the run store to answer before saying it did not")
 	return cmd
+}
+
+// spawnLogHolder says, from r, the store run of a supervised run's spawn
+// journal (--journal-in-store), who holds the run: the process its lease
+// names (host/pid) and until when — the supervisor whose run dir takes
+// the run's steers and cancellations — or that none does since its lease
+// lapsed, when only a --resume continues (or cancels) it. The store
+// records the holding process, not its run dir.
+func spawnLogHolder(r store.Run, now time.Time) string {
+	if r.Status.Terminal() {
+		return fmt.Sprintf("the store says run %s ended (%s): nothing is left to cancel", r.ID, r.Status)
+	}
+	owner := orName(r.Owner, "an unnamed process")
+	until := supervise.SpawnLogLease(r)
+	if now.Before(until) {
+		return fmt.Sprintf("the store says %s holds run %s (its lease lasts until %s): cancel it in that supervisor's run dir", owner, r.ID, until.UTC().Format(time.RFC3339))
+	}
+	if until.IsZero() {
+		return fmt.Sprintf("the store says no process holds run %s (its lease was released)", r.ID)
+	}
+	return fmt.Sprintf("the store says no process holds run %s (the lease of %s lapsed at %s): resume it (agentrt supervise or agentrt graph with --resume --journal-in-store --run-id %s) for a supervisor to take the cancellation", r.ID, owner, until.UTC().Format(time.RFC3339), r.ID)
 }

@@ -164,7 +164,7 @@ func TestRunIDReuseWithoutResumeSaysWhatToDo(t *testing.T) {
 		code int
 	}{
 		{"supervise", superviseArgsDB(script, dir, db), 2},
-		{"graph", graphArgs, 1},
+		{"graph", graphArgs, 2}, // CL16: a usage error, as agentrt supervise's
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir = t.TempDir()

@@ -126,8 +126,8 @@ stream (root-stream.jsonl), one log per worker label (workers/LABEL.ndjson),
 state.json and progress.ndjson. --resume continues the run a journal in the
 directory holds after its process exited (--run-dir, or --run-id in the
 workspace): settled workers are replayed, not run again; a directory that
-does not exist or holds nothing of a run is refused (exit 2), not started
-as a new run. It keeps the task
+does not exist or holds nothing of a run, or holds another run than
+--run-id names, is refused (exit 2), not started as a new run. It keeps the task
 and budget the journal holds: --task, --budget-tokens, --iterations,
 --budget-usd, --worker-tokens and --worker-usd may be left out, and one
 given that differs from the journal is refused (exit 2). While it runs,
@@ -437,9 +437,8 @@ none or its journal lost part of it, 2 on usage errors.`,
 				if refusal := perWorkerRefusal(err); refusal != nil {
 					return refusal
 				}
-				var exists *supervise.RunExistsError
-				if errors.As(err, &exists) {
-					return usage("%s", runExistsText(exists))
+				if refusal := runDirRefusal(err, resume); refusal != nil {
+					return refusal
 				}
 				if errors.Is(err, supervise.ErrInvalidOptions) || errors.Is(err, supervise.ErrUnsupportedHarness) {
 					return usage("%v", err)
@@ -909,10 +908,26 @@ func awaitStart(ctx context.Context, started <-chan struct{}) bool {
 	}
 }
 
-// runExistsText is the refusal of a run whose run id already has a
-// journal, said in the command's terms.
-func runExistsText(e *supervise.RunExistsError) string {
-	return fmt.Sprintf("run %q already has a journal in %s: add --resume to continue it, or choose another --run-dir (or --run-id) to start a new run", e.RunID, e.RunDir)
+// runDirRefusal is err, when the run dir and run id the flags give do
+// not go together, as a usage error (exit 2) of agentrt supervise and
+// agentrt graph alike, said in the command's terms; otherwise nil. A new
+// run whose id already has a journal there (*supervise.RunExistsError)
+// needs --resume or another dir; a run dir that holds another run than
+// --run-id names (*supervise.RunDirMismatchError) needs that run's id
+// to resume it, or another dir. resume is whether --resume was given.
+func runDirRefusal(err error, resume bool) error {
+	var exists *supervise.RunExistsError
+	if errors.As(err, &exists) {
+		return usage("run %q already has a journal in %s: add --resume to continue it, or choose another --run-dir (or --run-id) to start a new run", exists.RunID, exists.RunDir)
+	}
+	var other *supervise.RunDirMismatchError
+	if !errors.As(err, &other) {
+		return nil
+	}
+	if resume {
+		return usage("--resume: %s is the directory of run %q, not of run %q: resume it with --run-id %s, or give the --run-dir of run %q", other.RunDir, other.Recorded, other.RunID, other.Recorded, other.RunID)
+	}
+	return usage("%s is the directory of run %q, not of run %q: choose another --run-dir for run %q, or add --resume with --run-id %s to continue run %q", other.RunDir, other.Recorded, other.RunID, other.RunID, other.Recorded, other.Recorded)
 }
 
 // journalFeed hands out a run's journal records as they are appended:
@@ -1641,11 +1656,18 @@ acknowledgement or none within --wait (said on stderr), 2 on usage errors.`,
 }
 
 // checkCancelArgs refuses a cancellation's operator text up front
-// (checkRef, checkText): WORKER, --reason, --operator.
+// (checkRef, checkText): WORKER, --reason, --operator — the last two
+// also past supervise.MaxControlText, which the request could not carry
+// to the supervisor.
 func checkCancelArgs(worker, reason string, rc runCancelFlags) error {
 	if worker != "" {
 		if err := checkRef("WORKER", worker); err != nil {
 			return err
+		}
+	}
+	for _, t := range [][2]string{{"--reason", reason}, {"--operator", rc.operator}} {
+		if len(t[1]) > supervise.MaxControlText {
+			return usage("%s is %d bytes, over the %d a cancellation carries: shorten it", t[0], len(t[1]), supervise.MaxControlText)
 		}
 	}
 	return checkTexts("--reason", reason, "--operator", rc.operator)
@@ -1706,6 +1728,9 @@ the whole run; then wait up to --wait for the supervisor to confirm the end
 func steerWorker(ctx context.Context, stdio IO, dir, worker, message, opID string, interrupt bool, wait time.Duration, asJSON bool) error {
 	// Checked after the operands, which are refused first as they were
 	// before any run directory was read.
+	if err := waitFlag(wait); err != nil {
+		return err
+	}
 	if err := checkRunDir(dir); err != nil {
 		return err
 	}
@@ -1764,7 +1789,7 @@ func steerWorker(ctx context.Context, stdio IO, dir, worker, message, opID strin
 	case requested:
 		return nil
 	case ack == nil:
-		return &exitError{code: ExitFailed, err: fmt.Errorf("the run did not acknowledge the steer within %s (is its supervisor running?): run this again with --operation-id %s to see the outcome", wait, opID)}
+		return &exitError{code: ExitFailed, err: fmt.Errorf("the run did not acknowledge the steer within %s (is its supervisor running?): run this again with --operation-id %s to see the outcome%s", wait, opID, noAnswerHint(dir))}
 	case ack.Effect != supervise.SteerDelivered:
 		return refused()
 	}
@@ -1784,6 +1809,9 @@ func cancelWork(ctx context.Context, stdio IO, dir, worker, opID, reason string,
 	}
 	if rc.deadline < 0 {
 		return usage("--deadline must not be negative")
+	}
+	if err := waitFlag(wait); err != nil {
+		return err
 	}
 	if err := checkRunDir(dir); err != nil {
 		return err
@@ -1879,9 +1907,38 @@ func cancelWork(ctx context.Context, stdio IO, dir, worker, opID, reason string,
 		// and no wait was asked.
 		return nil
 	case timedOut:
-		return &exitError{code: ExitFailed, err: fmt.Errorf("the run did not confirm the cancellation within %s; it may still apply it: run this again with --operation-id %s to see the outcome", wait, opID)}
+		return &exitError{code: ExitFailed, err: fmt.Errorf("the run did not confirm the cancellation within %s; it may still apply it: run this again with --operation-id %s to see the outcome%s", wait, opID, noAnswerHint(dir))}
 	}
 	return refused()
+}
+
+// noAnswerHint is what a request to run dir dir that nobody answered
+// adds, said from what dir tells of the run's supervisor. A run that
+// keeps its journal in the store (journalPlace) takes no supervise.lock
+// in its dir, and a --resume may continue it from another run dir,
+// whose supervisor reads requests only there; nothing in dir says
+// whether that happened (the store's lease names the holding process,
+// not its dir), so the hint says where else to look. A run whose
+// supervise.lock no live process holds (supervise.ProbeRunDirLock) has
+// no supervisor: it stopped without ending, and only a --resume answers
+// the request. "" when dir tells nothing more.
+func noAnswerHint(dir string) string {
+	if journalPlace(dir) == journalInStore {
+		return fmt.Sprintf("; %s is the dir of a run whose journal is in the store: a supervisor that resumed it from another run dir (--resume --journal-in-store with another --run-dir, on this machine or another) answers only requests written in that dir, so if one did, send this there", dir)
+	}
+	if p, err := supervise.ProbeRunDirLock(dir); err == nil && p.State == supervise.HolderGone {
+		return fmt.Sprintf("; no supervisor drives %s (%s): the run stopped without ending, and a --resume of it (agentrt supervise or agentrt graph with --resume and this run dir) answers the request", dir, p.Why)
+	}
+	return ""
+}
+
+// waitFlag refuses a negative --wait of a steer or cancellation, a bad
+// value as a negative --deadline is: 0 is how not to wait.
+func waitFlag(wait time.Duration) error {
+	if wait < 0 {
+		return usage("--wait %s is negative: give how long to wait for the answer, or 0 not to wait", wait)
+	}
+	return nil
 }
 
 // againHint tells how to learn a request's outcome later; a hint, it
