@@ -24,6 +24,10 @@ type journaledRow struct {
 	// Analyst is the analyst worker (an analyst node's or a lens's)
 	// whose findings the row routes; "" for every other row.
 	Analyst supervise.NodeID `json:"analyst,omitzero"`
+	// Call is the tool call id of the root's steer_agent call the row
+	// ledgers ("" for every other row), so a resumed root that runs the
+	// call again ledgers it once.
+	Call string `json:"call,omitzero"`
 }
 
 // decodeJournaledRow decodes an edge record's data. A record without a
@@ -84,6 +88,9 @@ func (r *run) restore(ctx context.Context, c *supervise.Coordinator) error {
 				}
 				if jr.Analyst != "" {
 					r.analysed[jr.Analyst] = true
+				}
+				if jr.Call != "" {
+					r.steerCalls[jr.Call] = true
 				}
 				r.ledger = append(r.ledger, jr.LedgerRow)
 				r.count[jr.Edge] = max(r.count[jr.Edge], jr.Traversal)
