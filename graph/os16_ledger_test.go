@@ -397,3 +397,72 @@ func TestOS16GraphSteerRowAfterKill(t *testing.T) {
 		t.Errorf("journal has %d edge rows, ledger %d", len(j), len(res.Ledger))
 	}
 }
+
+// os16Cut writes to killed the journal of dir up to and including its
+// last record that contains every one of marks: what a process killed
+// right after that append leaves.
+func os16Cut(t *testing.T, dir, killed string, marks ...string) {
+	t.Helper()
+	os16CopyDir(t, dir, killed)
+	b, err := os.ReadFile(filepath.Join(dir, "spawn-journal.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(b), "\n")
+	cut := -1
+	for i, l := range lines {
+		all := true
+		for _, m := range marks {
+			all = all && strings.Contains(l, m)
+		}
+		if all {
+			cut = i + 1
+		}
+	}
+	if cut < 0 {
+		t.Fatalf("no record with %q in the journal", marks)
+	}
+	if err := os.WriteFile(filepath.Join(killed, "spawn-journal.jsonl"), []byte(strings.Join(lines[:cut], "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// §3.7 edge ledger across a kill: a delegation supervise refused is
+// ledgered unpropagated once; the process dies right after that row,
+// before its tool loop journaled the call's result; the resumed root
+// runs the call again and it is refused again — the ledger still holds
+// the one refused traversal, as a cap refusal made again is ledgered
+// once.
+func TestOS16GraphRefusedSpawnRowAfterKill(t *testing.T) {
+	dir, killed := t.TempDir(), t.TempDir()
+	model := func() contract.ChatModel {
+		return scripted.NewChatModel(scripted.ChatScript{FromConversation: true, Turns: []scripted.ChatTurn{
+			{Events: []contract.ChatEvent{os16Call("c1", supervise.VerbSpawnWorker, map[string]any{"profile": "coder", "task": "écris ✓",
+				"budget": map[string]any{"maxTokens": 999999}})}},
+			{Events: []contract.ChatEvent{scripted.Text("done")}},
+		}})
+	}
+	g, o := os16SteerOptions(t, dir, false)
+	o.Supervise.Router = model()
+	res, err := graph.RunGraph(context.Background(), g, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Ledger) != 1 || res.Ledger[0].Outcome != graph.OutcomeUnpropagated {
+		t.Fatalf("first run ledger %+v", res.Ledger)
+	}
+	os16Cut(t, dir, killed, `"kind":"edge"`)
+	g, o = os16SteerOptions(t, killed, true)
+	o.Supervise.Router = model()
+	res, err = graph.RunGraph(context.Background(), g, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range res.Ledger {
+		got = append(got, r.Edge+"#"+strconv.Itoa(r.Traversal)+" "+string(r.Outcome)+" "+r.Reason)
+	}
+	if len(res.Ledger) != 1 {
+		t.Errorf("resumed ledger %q, want the one refused traversal", got)
+	}
+}

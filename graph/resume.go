@@ -24,9 +24,10 @@ type journaledRow struct {
 	// Analyst is the analyst worker (an analyst node's or a lens's)
 	// whose findings the row routes; "" for every other row.
 	Analyst supervise.NodeID `json:"analyst,omitzero"`
-	// Call is the tool call id of the root's steer_agent call the row
-	// ledgers ("" for every other row), so a resumed root that runs the
-	// call again ledgers it once.
+	// Call is the tool call id of the root's steer_agent call, or of
+	// its spawn_worker call supervise refused, the row ledgers ("" for
+	// every other row), so a resumed root that runs the call again
+	// ledgers it once.
 	Call string `json:"call,omitzero"`
 }
 
@@ -89,8 +90,12 @@ func (r *run) restore(ctx context.Context, c *supervise.Coordinator) error {
 				if jr.Analyst != "" {
 					r.analysed[jr.Analyst] = true
 				}
-				if jr.Call != "" {
+				switch {
+				case jr.Call == "":
+				case jr.Continuity == ContinuitySteer:
 					r.steerCalls[jr.Call] = true
+				case jr.Kind == Delegates && jr.Outcome == OutcomeUnpropagated:
+					r.refusedCalls[jr.Call+"\x00"+jr.Edge]++
 				}
 				r.ledger = append(r.ledger, jr.LedgerRow)
 				r.count[jr.Edge] = max(r.count[jr.Edge], jr.Traversal)
