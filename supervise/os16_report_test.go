@@ -69,6 +69,9 @@ func os16AwaitSettled(ctx context.Context, c *supervise.Coordinator, n int) erro
 func os16Copy(t *testing.T, from, to string) {
 	t.Helper()
 	err := filepath.Walk(from, func(p string, info os.FileInfo, err error) error {
+		if os.IsNotExist(err) {
+			return nil // a temporary file the live run renamed away
+		}
 		if err != nil {
 			return err
 		}
@@ -78,6 +81,9 @@ func os16Copy(t *testing.T, from, to string) {
 			return os.MkdirAll(dst, 0o755)
 		}
 		b, err := os.ReadFile(p)
+		if os.IsNotExist(err) {
+			return nil
+		}
 		if err != nil {
 			return err
 		}
@@ -169,7 +175,6 @@ func TestOS16SpendGapsReconcile(t *testing.T) {
 	}
 	check("return-ended", again)
 }
-
 
 // §3.6 spentTotal and teardownUnconfirmed, §15 behaviours 43 and 51: a
 // worker that does not settle within the settle grace after the brain
@@ -367,5 +372,80 @@ func os16Reconcile(t *testing.T, name string, c *supervise.Coordinator, res supe
 		if b.Committed+b.Reserved != want {
 			t.Errorf("%s: pool %s committed %d + reserved %d, result spent %d", name, ch, b.Committed, b.Reserved, want)
 		}
+	}
+}
+
+// §3.6 teardownUnconfirmed, §15 behaviour 51, across a kill: the
+// process dies right after the settlement of a worker whose executor
+// reported its environment's destroy failed (the journal's prefix ends
+// with that settlement). The resumed run still names the worker in
+// teardownUnconfirmed, exactly once, and keeps its slot charged.
+func TestOS16TeardownKilledAfterSettlement(t *testing.T) {
+	dir, killed := t.TempDir(), t.TempDir()
+	exec := supervise.ExecutorFunc(func(ctx context.Context, w supervise.Work) (supervise.WorkResult, error) {
+		return supervise.WorkResult{Text: "ok leaky", Spent: ledger.Spend{Tokens: os16i(10), Iterations: os16i(1), MicroUSD: os16i(10)},
+			TeardownUnconfirmed: "destroy failed",
+			Teardowns:           []supervise.EnvironmentTeardown{{Provider: "p", EnvironmentID: "e1", Detail: "destroy failed"}}}, nil
+	})
+	brain := supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, task string) (supervise.BrainReport, error) {
+		if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "w", Label: "leaky", Key: "leaky", Task: "leaky"}); err != nil {
+			return supervise.BrainReport{}, err
+		}
+		if err := os16AwaitSettled(ctx, c, 1); err != nil {
+			return supervise.BrainReport{}, err
+		}
+		return supervise.BrainReport{Text: "done", Metered: os16Usage()}, nil
+	})
+	o := os16Opts(t, dir, brain, exec)
+	o.MaxLiveWorkers = 1
+	res, err := supervise.Supervise(context.Background(), os16Manager(t), "t", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.TeardownUnconfirmed) != 1 {
+		t.Fatalf("uninterrupted: teardownUnconfirmed %+v", res.TeardownUnconfirmed)
+	}
+	os16Copy(t, dir, killed)
+	b, err := os.ReadFile(filepath.Join(dir, "spawn-journal.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(b), "\n")
+	cut := -1
+	for i, l := range lines {
+		if strings.Contains(l, `"kind":"settled"`) && strings.Contains(l, `"node":"os16:s1"`) {
+			cut = i + 1
+		}
+	}
+	if cut < 0 {
+		t.Fatal("no settlement of os16:s1 in the journal")
+	}
+	if err := os.WriteFile(filepath.Join(killed, "spawn-journal.jsonl"), []byte(strings.Join(lines[:cut], "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o = os16Opts(t, killed, brain, exec)
+	o.MaxLiveWorkers, o.Resume = 1, true
+	var live int
+	o.OnResume = func(_ context.Context, c *supervise.Coordinator) error {
+		_, err := c.Spawn(context.Background(), supervise.SpawnArgs{Profile: "w", Label: "probe", Task: "probe"})
+		var r *supervise.Refusal
+		if errors.As(err, &r) {
+			live = r.Live
+		}
+		return nil
+	}
+	again, err := supervise.Supervise(context.Background(), os16Manager(t), "t", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, u := range again.TeardownUnconfirmed {
+		ids = append(ids, string(u.ID)+"/"+u.Label+"/"+string(u.Status))
+	}
+	if want := []string{"os16:s1/leaky/done"}; !slices.Equal(ids, want) {
+		t.Errorf("resumed after the settlement: teardownUnconfirmed %q, want %q", ids, want)
+	}
+	if live != 1 {
+		t.Errorf("resumed: a spawn beside the unconfirmed worker saw %d live slots, want its slot held (1, refused max-live-workers)", live)
 	}
 }
