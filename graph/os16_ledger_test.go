@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -470,5 +471,77 @@ func TestOS16GraphRefusedSpawnRowAfterKill(t *testing.T) {
 	}
 	if len(res.Ledger) != 1 {
 		t.Errorf("resumed ledger %q, want the one refused traversal", got)
+	}
+}
+
+// §3.7 edge ledger across a kill at every record: a root that
+// delegates, steers the worker and awaits it is killed after each
+// record of its journal and resumed. Every resumed run's ledger equals
+// its journal's edge records, numbers each edge's traversals 1..n
+// without a gap or a repeat, and holds the one delegation delivered
+// and the one steer once.
+func TestOS16GraphKillSweep(t *testing.T) {
+	dir := t.TempDir()
+	g, o := os16SteerOptions(t, dir, false)
+	full, err := graph.RunGraph(context.Background(), g, o)
+	if err != nil || full.Result.Status != supervise.StatusWinner {
+		t.Fatalf("uninterrupted: %v %s %s", err, full.Result.Status, full.Result.Reason)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "spawn-journal.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(b), "\n")
+	lines = lines[:len(lines)-1]
+	for k := 1; k < len(lines); k++ {
+		killed := t.TempDir()
+		os16CopyDir(t, dir, killed)
+		if err := os.WriteFile(filepath.Join(killed, "spawn-journal.jsonl"), []byte(strings.Join(lines[:k], "")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var rec struct {
+			Kind string `json:"kind"`
+		}
+		_ = json.Unmarshal([]byte(lines[k-1]), &rec)
+		name := fmt.Sprintf("killed after record %d (%s)", k, rec.Kind)
+		g, o := os16SteerOptions(t, killed, true)
+		res, err := graph.RunGraph(context.Background(), g, o)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		var got []string
+		for i, r := range res.Ledger {
+			got = append(got, r.Edge+"#"+strconv.Itoa(r.Traversal)+" "+string(r.Continuity)+" "+string(r.Outcome))
+			if r.Traversal != i+1 {
+				t.Errorf("%s: row %d is traversal %d", name, i, r.Traversal)
+			}
+		}
+		// The root's one steer_agent call is one traversal whatever
+		// the kill point; the one delegation too, unless the kill left
+		// its worker in doubt (ExecutorFunc binds no execution) and the
+		// re-run call tried anew.
+		steers, fresh := 0, 0
+		for _, r := range res.Ledger {
+			switch {
+			case r.Continuity == graph.ContinuitySteer:
+				steers++
+			case r.Outcome == graph.OutcomeDelivered:
+				fresh++
+			}
+		}
+		if steers != 1 || fresh != 1 {
+			t.Errorf("%s: ledger %q: %d steer rows, %d delivered delegations, want 1 and 1", name, got, steers, fresh)
+		}
+		j := os16EdgeRows(t, killed)
+		if len(j) != len(res.Ledger) {
+			t.Errorf("%s: journal %d edge rows, ledger %d", name, len(j), len(res.Ledger))
+		} else {
+			for i := range j {
+				if j[i] != res.Ledger[i] {
+					t.Errorf("%s: journal row %d %+v, ledger %+v", name, i, j[i], res.Ledger[i])
+				}
+			}
+		}
 	}
 }
