@@ -24,6 +24,11 @@ type journaledRow struct {
 	// Analyst is the analyst worker (an analyst node's or a lens's)
 	// whose findings the row routes; "" for every other row.
 	Analyst supervise.NodeID `json:"analyst,omitzero"`
+	// Call is the tool call id of the root's steer_agent call, or of
+	// its spawn_worker call supervise refused, the row ledgers ("" for
+	// every other row), so a resumed root that runs the call again
+	// ledgers it once.
+	Call string `json:"call,omitzero"`
 }
 
 // decodeJournaledRow decodes an edge record's data. A record without a
@@ -84,6 +89,13 @@ func (r *run) restore(ctx context.Context, c *supervise.Coordinator) error {
 				}
 				if jr.Analyst != "" {
 					r.analysed[jr.Analyst] = true
+				}
+				switch {
+				case jr.Call == "":
+				case jr.Continuity == ContinuitySteer:
+					r.steerCalls[jr.Call] = true
+				case jr.Kind == Delegates && jr.Outcome == OutcomeUnpropagated:
+					r.refusedCalls[jr.Call+"\x00"+jr.Edge]++
 				}
 				r.ledger = append(r.ledger, jr.LedgerRow)
 				r.count[jr.Edge] = max(r.count[jr.Edge], jr.Traversal)

@@ -148,7 +148,7 @@ func RunGraph(ctx context.Context, g Graph, o Options) (GraphResult, error) {
 	r := &run{plan: pl, opts: o, check: g.Deliverable, logger: logger, topo: topo, count: map[string]int{}, spent: map[string]int{},
 		bound: map[string][]supervise.NodeID{}, analystRuns: map[supervise.NodeID]analystRun{}, lensRuns: map[supervise.NodeID]analystRun{}, lensBy: map[string]supervise.NodeID{}, analysed: map[supervise.NodeID]bool{},
 		lensHooks: map[supervise.NodeID]chan struct{}{}, routing: map[supervise.NodeID]int{}, routeWake: make(chan struct{}),
-		refusals: map[string]int{}}
+		refusals: map[string]int{}, steerCalls: map[string]bool{}, refusedCalls: map[string]int{}}
 	so := o.Supervise
 	so.Budget = *g.Budget
 	// The graph's check (its Timeout and Identity too) through
@@ -254,6 +254,15 @@ type run struct {
 	// refusals counts, per delegates edge, the cap refusals a resumed
 	// run's journal holds that no spawn of this process made again yet.
 	refusals map[string]int
+	// steerCalls are the root's steer_agent calls (by tool call id)
+	// whose traversal the ledger holds: a resumed root that runs such a
+	// call again is answered from supervise's journal (nothing is sent
+	// again), so no second traversal is ledgered or charged for it.
+	steerCalls map[string]bool
+	// refusedCalls counts, by tool call id and edge, the spawn refusals
+	// of root calls a resumed run's journal holds that no call of this
+	// process made again yet.
+	refusedCalls map[string]int
 }
 
 // analystRun is an analyst worker: its edge and the worker it analyzes.
@@ -386,6 +395,9 @@ func (r *run) journalLocked(ctx context.Context, c *supervise.Coordinator, jr jo
 		r.spent[row.Edge]++
 	}
 	r.ledger = append(r.ledger, row)
+	if jr.Call != "" && jr.Continuity == ContinuitySteer {
+		r.steerCalls[jr.Call] = true
+	}
 	if jr.Analyst != "" {
 		r.analysed[jr.Analyst] = true
 	}
@@ -633,8 +645,12 @@ func (r *run) steer(ctx context.Context, c *supervise.Coordinator, row LedgerRow
 		defer r.routeLedgered(dest)
 	}
 	charge := row.Kind == Delegates // steers consume the delegates edge's future spawns
+	var call string
+	if analyst == "" {
+		call = kernel.ToolCallID(ctx)
+	}
 	record := func(row LedgerRow, charge bool) {
-		r.recordOf(ctx, journaledRow{LedgerRow: row, Charged: charge, Analyst: analyst})
+		r.recordOf(ctx, journaledRow{LedgerRow: row, Charged: charge, Analyst: analyst, Call: call})
 	}
 	note := &authNote{edge: row.Edge}
 	res, err := c.Steer(context.WithValue(ctx, authNoteKey{}, note), supervise.SteerArgs{WorkerID: dest, Instruction: instruction, Interrupt: interrupt})
@@ -647,6 +663,11 @@ func (r *run) steer(ctx context.Context, c *supervise.Coordinator, row LedgerRow
 		row.Outcome, row.Reason = OutcomeUnpropagated, "not authorized: "+note.refused.Error()
 		record(row, charge)
 		return supervise.SteerResult{}, &supervise.VerbRefusal{Code: "message-not-authorized", Reason: note.refused.Error()}
+	}
+	if res.Replayed && call != "" && r.steerLedgered(call) {
+		// A resumed root's call run again: supervise answered what its
+		// first run did and sent nothing; that traversal is ledgered.
+		return res, nil
 	}
 	if analyst != "" && r.opts.afterRouteSteer != nil {
 		r.opts.afterRouteSteer()
@@ -668,6 +689,28 @@ func (r *run) steer(ctx context.Context, c *supervise.Coordinator, row LedgerRow
 	}
 	record(row, charge)
 	return res, nil
+}
+
+// replayRefusedCall reports whether the refusal of the root's spawn
+// call (its tool call id) over edge is one a resumed run's journal
+// holds and no call of this process made again yet, claiming it.
+func (r *run) replayRefusedCall(call, edge string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := call + "\x00" + edge
+	if r.refusedCalls[k] == 0 {
+		return false
+	}
+	r.refusedCalls[k]--
+	return true
+}
+
+// steerLedgered reports whether the root's steer_agent call (its tool
+// call id) has its traversal in the ledger.
+func (r *run) steerLedgered(call string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.steerCalls[call]
 }
 
 // routeStarted marks a routed finding on its way into worker dest.
@@ -792,8 +835,14 @@ func (d *Driver) Spawn(ctx context.Context, a supervise.SpawnArgs) (supervise.Sp
 		return res, err
 	}
 	if err != nil {
+		// A resumed root's call run again whose refusal the journal
+		// holds is ledgered once, as a cap refusal is.
+		call := kernel.ToolCallID(ctx)
+		if call != "" && r.replayRefusedCall(call, row.Edge) {
+			return res, err
+		}
 		row.Outcome, row.Reason = OutcomeUnpropagated, "spawn refused: "+err.Error()
-		r.record(ctx, row, false)
+		r.recordOf(ctx, journaledRow{LedgerRow: row, Call: call})
 		return res, err
 	}
 	row.WorkerID = res.WorkerID

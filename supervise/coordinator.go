@@ -1070,6 +1070,9 @@ func (c *Coordinator) settleAs(ctx context.Context, w *worker, res WorkResult, s
 		Verdict: w.verdict, Delivered: w.delivered, Reason: reason, CheckError: w.checkErr, Hook: c.afterSettle != nil, Infra: infra,
 		Recovered: w.recovered}
 	rec.Session, rec.SessionRef = session, checkedRef(res.SessionRef)
+	if res.TeardownUnconfirmed != "" {
+		rec.TeardownUnconfirmed, rec.Runtime = clip(res.TeardownUnconfirmed, MaxTeardownDetail), w.runtime
+	}
 	progressed := c.progress.rule != nil && c.isRootChild(w.id)
 	if progressed {
 		// A worker of the root manager: a reading of the run's progress
@@ -2207,6 +2210,14 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 			}
 			w.outRef, w.verdict, w.delivered, w.reason, w.checkErr, w.session = r.OutRef, r.Verdict, r.Delivered, r.Reason, r.CheckError, r.Session
 			w.sessionRef = checkedRef(r.SessionRef)
+			if r.TeardownUnconfirmed != "" {
+				// The settlement says its teardown went unconfirmed: so
+				// the worker is named and its slot held even when the
+				// process died before its teardown-unconfirmed record.
+				info, _ := c.scope.Node(r.Node)
+				c.replayTeardown(Record{Kind: KindTeardownUnconfirmed, Node: r.Node, Label: labelOf(info.Label, info.Profile),
+					Runtime: r.Runtime, State: r.State, Reason: r.TeardownUnconfirmed})
+			}
 			if r.Delivered && r.OutRef == "" && r.State == StateDone {
 				// Journaled by a version that delivered an unstored
 				// result: there is nothing to deliver.

@@ -229,7 +229,8 @@ type Record struct {
 	// fresh spawn, and in journals written before spawns recorded it.
 	Continuity string `json:"continuity,omitzero"`
 	ResumeOf   NodeID `json:"resumeOf,omitzero"`
-	// Runtime is where a teardown-unconfirmed record's worker ran.
+	// Runtime is where a teardown-unconfirmed record's worker ran (and
+	// a settlement's that carries TeardownUnconfirmed).
 	Runtime string `json:"runtime,omitzero"`
 	// Provider, EnvironmentID and Destroyed are an environment-teardown
 	// record's environment and whether its destroy was confirmed (its
@@ -247,6 +248,13 @@ type Record struct {
 	// Recovered: a settlement of a worker left in doubt, read from its
 	// recovered execution by a resumed run (Recoverer).
 	Recovered bool `json:"recovered,omitzero"`
+	// TeardownUnconfirmed, on a settlement, says why the worker's
+	// executor could not confirm its environment was torn down
+	// (WorkResult.TeardownUnconfirmed): journaled with the settlement
+	// itself, so a run resumed after a process killed before the
+	// teardown-unconfirmed record still names the worker and holds its
+	// slot.
+	TeardownUnconfirmed string `json:"teardownUnconfirmed,omitzero"`
 	// PerWorker, ManagerDigest and DeliverableDigest are a run-started
 	// record's per-worker default, manager profile digest and the digest
 	// of its Deliverable's Identity (when it has one); its Budget is the

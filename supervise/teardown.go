@@ -158,11 +158,17 @@ func (c *Coordinator) teardownUnconfirmed(ctx context.Context, id NodeID, runtim
 // back: a settled worker's slot is held again and it is named in the
 // result. A record of a worker that was still live when it was written
 // (the run ended around it) is passed over: the resume treats that
-// worker as unsettled.
+// worker as unsettled. A worker named already (its settlement record
+// carries the unconfirmed teardown too) is named once.
 func (c *Coordinator) replayTeardown(r Record) {
 	info, ok := c.scope.Node(r.Node)
 	if !ok || !info.State.Terminal() || !r.State.Terminal() {
 		return
+	}
+	for _, u := range c.teardowns {
+		if u.ID == r.Node {
+			return // its settlement named it already
+		}
 	}
 	if err := c.scope.HoldSlot(r.Node); err != nil {
 		c.logger.Warn("supervise: holding the slot of a worker whose teardown is unconfirmed", "node", r.Node, "err", err)
