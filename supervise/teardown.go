@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/agentrt/agentrt/canonjson"
 )
@@ -146,7 +147,7 @@ func (c *Coordinator) teardownUnconfirmed(ctx context.Context, id NodeID, runtim
 		c.logger.Warn("supervise: holding the slot of a worker whose teardown is unconfirmed", "node", id, "err", err)
 	}
 	c.mu.Lock()
-	c.teardowns = append(c.teardowns, u)
+	c.nameTeardownLocked(u)
 	c.mu.Unlock()
 	rec := Record{Kind: KindTeardownUnconfirmed, Node: id, Label: u.Label, Runtime: runtime, State: state, Reason: detail}
 	if err := c.log.appendOrLose(ctx, rec); err != nil {
@@ -165,15 +166,25 @@ func (c *Coordinator) replayTeardown(r Record) {
 	if !ok || !info.State.Terminal() || !r.State.Terminal() {
 		return
 	}
-	for _, u := range c.teardowns {
-		if u.ID == r.Node {
-			return // its settlement named it already
-		}
-	}
 	if err := c.scope.HoldSlot(r.Node); err != nil {
 		c.logger.Warn("supervise: holding the slot of a worker whose teardown is unconfirmed", "node", r.Node, "err", err)
 	}
-	c.teardowns = append(c.teardowns, UnconfirmedTeardown{ID: r.Node, Label: r.Label, Runtime: r.Runtime, Status: r.State, Detail: r.Reason})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.nameTeardownLocked(UnconfirmedTeardown{ID: r.Node, Label: r.Label, Runtime: r.Runtime, Status: r.State, Detail: r.Reason})
+}
+
+// nameTeardownLocked names u's worker in the run's teardownUnconfirmed
+// unless it is named already: a worker whose settlement's teardown went
+// unconfirmed and whose kept session's release (releaseSessions) did
+// too, or whose settlement record and teardown-unconfirmed record both
+// say so on resume, is named once, with what was said first. HoldSlot
+// is idempotent on its own. c.mu is held.
+func (c *Coordinator) nameTeardownLocked(u UnconfirmedTeardown) {
+	if slices.ContainsFunc(c.teardowns, func(t UnconfirmedTeardown) bool { return t.ID == u.ID }) {
+		return
+	}
+	c.teardowns = append(c.teardowns, u)
 }
 
 // teardownsAtEnd is the run's teardownUnconfirmed once its brain
