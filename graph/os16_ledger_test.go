@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/internal/journaltest"
 	"github.com/agentrt/agentrt/providers/scripted"
 
 	"github.com/agentrt/agentrt/graph"
@@ -169,37 +170,6 @@ func errorText(err error) string {
 	return err.Error()
 }
 
-var _ = strings.Contains
-
-// os16CopyDir copies a run dir: the state a killed process left.
-func os16CopyDir(t *testing.T, from, to string) {
-	t.Helper()
-	err := filepath.Walk(from, func(p string, info os.FileInfo, err error) error {
-		if os.IsNotExist(err) {
-			return nil // a temporary file the live run renamed away
-		}
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(from, p)
-		dst := filepath.Join(to, rel)
-		if info.IsDir() {
-			return os.MkdirAll(dst, 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if os.IsNotExist(err) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(dst, b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 // §3.7 traversal numbering across a kill: the process dies after the
 // first delegation settled; the resumed run replays that spawn (no new
 // row), and its next delegation is traversal 2, the refused third 3 —
@@ -216,7 +186,7 @@ func TestOS16GraphTraversalAfterKill(t *testing.T) {
 				return supervise.BrainReport{}, err
 			}
 			if kill {
-				os16CopyDir(t, dir, killed)
+				journaltest.CopyRunDir(t, dir, killed)
 				return supervise.BrainReport{}, errors.New("killed")
 			}
 			if _, err := d.Spawn(ctx, supervise.SpawnArgs{Profile: "coder", Task: task + "2", Label: "b"}); err != nil {
@@ -369,7 +339,7 @@ func TestOS16GraphSteerRowAfterKill(t *testing.T) {
 	if res.Result.Status != supervise.StatusWinner || len(res.Ledger) != 2 || res.Ledger[1].Continuity != graph.ContinuitySteer {
 		t.Fatalf("first run: %s %s ledger %+v", res.Result.Status, res.Result.Reason, res.Ledger)
 	}
-	os16CopyDir(t, dir, killed)
+	journaltest.CopyRunDir(t, dir, killed)
 	b, err := os.ReadFile(filepath.Join(dir, "spawn-journal.jsonl"))
 	if err != nil {
 		t.Fatal(err)
@@ -410,7 +380,7 @@ func TestOS16GraphSteerRowAfterKill(t *testing.T) {
 // right after that append leaves.
 func os16Cut(t *testing.T, dir, killed string, marks ...string) {
 	t.Helper()
-	os16CopyDir(t, dir, killed)
+	journaltest.CopyRunDir(t, dir, killed)
 	b, err := os.ReadFile(filepath.Join(dir, "spawn-journal.jsonl"))
 	if err != nil {
 		t.Fatal(err)
@@ -495,7 +465,7 @@ func TestOS16GraphKillSweep(t *testing.T) {
 	lines = lines[:len(lines)-1]
 	for k := 1; k < len(lines); k++ {
 		killed := t.TempDir()
-		os16CopyDir(t, dir, killed)
+		journaltest.CopyRunDir(t, dir, killed)
 		if err := os.WriteFile(filepath.Join(killed, "spawn-journal.jsonl"), []byte(strings.Join(lines[:k], "")), 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentrt/agentrt/internal/journaltest"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/profile"
@@ -65,35 +66,6 @@ func os16AwaitSettled(ctx context.Context, c *supervise.Coordinator, n int) erro
 	return nil
 }
 
-// os16Copy copies a run dir (a process's state at a kill point).
-func os16Copy(t *testing.T, from, to string) {
-	t.Helper()
-	err := filepath.Walk(from, func(p string, info os.FileInfo, err error) error {
-		if os.IsNotExist(err) {
-			return nil // a temporary file the live run renamed away
-		}
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(from, p)
-		dst := filepath.Join(to, rel)
-		if info.IsDir() {
-			return os.MkdirAll(dst, 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if os.IsNotExist(err) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(dst, b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 // Checklist §15 behaviour 43, §3.6 spentTotal: one worker reports no
 // dollars, another no tokens; the brain meters its own turns. The
 // totals are the measured spend plus ceilings for the unreported
@@ -115,11 +87,10 @@ func TestOS16SpendGapsReconcile(t *testing.T) {
 	var coord *supervise.Coordinator
 	brain := func(ctx context.Context, c *supervise.Coordinator, task string) (supervise.BrainReport, error) {
 		coord = c
-		for i, tk := range []string{"full", "nousd", "notokens"} {
+		for _, tk := range []string{"full", "nousd", "notokens"} {
 			if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "w", Label: tk, Key: tk, Task: tk}); err != nil {
 				return supervise.BrainReport{}, err
 			}
-			_ = i
 		}
 		if err := os16AwaitSettled(ctx, c, 3); err != nil {
 			return supervise.BrainReport{}, err
@@ -322,7 +293,7 @@ func TestOS16TeardownAcrossKill(t *testing.T) {
 				return supervise.BrainReport{}, err
 			}
 			if kill {
-				os16Copy(t, dir, killed)
+				journaltest.CopyRunDir(t, dir, killed)
 				return supervise.BrainReport{}, errors.New("killed")
 			}
 			if err := os16AwaitSettled(ctx, c, 1); err != nil {
@@ -405,7 +376,7 @@ func TestOS16TeardownKilledAfterSettlement(t *testing.T) {
 	if len(res.TeardownUnconfirmed) != 1 {
 		t.Fatalf("uninterrupted: teardownUnconfirmed %+v", res.TeardownUnconfirmed)
 	}
-	os16Copy(t, dir, killed)
+	journaltest.CopyRunDir(t, dir, killed)
 	b, err := os.ReadFile(filepath.Join(dir, "spawn-journal.jsonl"))
 	if err != nil {
 		t.Fatal(err)

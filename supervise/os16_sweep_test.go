@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/internal/journaltest"
 	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/providers/scripted"
 	"github.com/agentrt/agentrt/supervise"
@@ -84,7 +85,7 @@ func TestOS16KillSweep(t *testing.T) {
 	want := describe(full)
 	for k := 1; k < len(lines); k++ {
 		killed := t.TempDir()
-		os16Copy(t, dir, killed)
+		journaltest.CopyRunDir(t, dir, killed)
 		if err := os.WriteFile(filepath.Join(killed, "spawn-journal.jsonl"), []byte(strings.Join(lines[:k], "")), 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -41,3 +41,38 @@ func KeepThrough(t testing.TB, dir, kind string, n int) {
 	}
 	t.Fatalf("journaltest: the journal in %s has fewer than %d %s records", dir, n, kind)
 }
+
+// CopyRunDir copies run dir from into to (created as needed): the state
+// a process killed at that moment leaves. from may belong to a live run:
+// a file it renamed away while the copy walked (a temporary write) is
+// passed over.
+func CopyRunDir(t testing.TB, from, to string) {
+	t.Helper()
+	err := filepath.WalkDir(from, func(p string, d os.DirEntry, err error) error {
+		if os.IsNotExist(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(from, p)
+		if err != nil {
+			return err
+		}
+		dst := filepath.Join(to, rel)
+		if d.IsDir() {
+			return os.MkdirAll(dst, 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if os.IsNotExist(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dst, b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
