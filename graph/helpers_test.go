@@ -1,9 +1,12 @@
 package graph_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"iter"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -199,6 +202,41 @@ func rowsOfKind(ledger []graph.LedgerRow, k graph.EdgeKind) []graph.LedgerRow {
 		if r.Kind == k {
 			rows = append(rows, r)
 		}
+	}
+	return rows
+}
+
+// journaledEdgeRows reads the edge records of the run dir's journal as
+// ledger rows, in journal order.
+func journaledEdgeRows(t *testing.T, dir string) []graph.LedgerRow {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dir, supervise.SpawnJournalFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var rows []graph.LedgerRow
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 16<<20)
+	for sc.Scan() {
+		var rec struct {
+			Kind string          `json:"kind"`
+			Data json.RawMessage `json:"data"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+			t.Fatalf("journal line %q: %v", sc.Text(), err)
+		}
+		if rec.Kind != supervise.KindEdge {
+			continue
+		}
+		var row graph.LedgerRow
+		if err := json.Unmarshal(rec.Data, &row); err != nil {
+			t.Fatalf("edge record %s: %v", rec.Data, err)
+		}
+		rows = append(rows, row)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
 	}
 	return rows
 }

@@ -1,12 +1,8 @@
 package graph_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -22,34 +18,6 @@ const workerScript = `{"turns": [
   {"match": "say what is risky", "steps": [{"text": "patch is safe."}, {"usage": {"inputTokens": 50, "outputTokens": 10, "cost": 0.001}, "mode": "delta"}]},
   {"match": "unsafe changes", "steps": [{"text": "finding: the patch skips a nil check"}, {"usage": {"inputTokens": 30, "outputTokens": 10, "cost": 0.001}, "mode": "delta"}]}
 ]}`
-
-// journaledEdges reads the edge records of a run dir's journal.
-func journaledEdges(t *testing.T, dir string) []graph.LedgerRow {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(dir, supervise.SpawnJournalFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rows []graph.LedgerRow
-	for _, line := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
-		var rec struct {
-			Kind string          `json:"kind"`
-			Data json.RawMessage `json:"data"`
-		}
-		if err := json.Unmarshal(line, &rec); err != nil {
-			t.Fatal(err)
-		}
-		if rec.Kind != supervise.KindEdge {
-			continue
-		}
-		var row graph.LedgerRow
-		if err := json.Unmarshal(rec.Data, &row); err != nil {
-			t.Fatal(err)
-		}
-		rows = append(rows, row)
-	}
-	return rows
-}
 
 // Behaviour 53, first clause (checklist FD-07): two delegated spawns
 // through a scripted root produce two delivered rows, continuity fresh,
@@ -78,7 +46,7 @@ func TestTwoSpawnsLedgerDeliveredBehaviour53(t *testing.T) {
 	if diff := cmp.Diff(want, res.Ledger); diff != "" {
 		t.Errorf("ledger (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(want, journaledEdges(t, dir)); diff != "" {
+	if diff := cmp.Diff(want, journaledEdgeRows(t, dir)); diff != "" {
 		t.Errorf("journaled edges (-want +got):\n%s", diff)
 	}
 	if res.Result.Status != supervise.StatusWinner || res.Result.Winner.Node != "g:s1" || res.RunID != "g" {

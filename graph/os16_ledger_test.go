@@ -1,7 +1,6 @@
 package graph_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -62,34 +61,6 @@ func os16Options(t *testing.T, dir string, brain graph.BrainFunc, resume bool) (
 	}}
 }
 
-// os16EdgeRows reads the edge records of a run dir's spawn journal.
-func os16EdgeRows(t *testing.T, dir string) []graph.LedgerRow {
-	t.Helper()
-	f, err := os.Open(filepath.Join(dir, "spawn-journal.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var rows []graph.LedgerRow
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		var rec struct {
-			Kind string          `json:"kind"`
-			Data json.RawMessage `json:"data"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil || rec.Kind != supervise.KindEdge {
-			continue
-		}
-		var row graph.LedgerRow
-		if err := json.Unmarshal(rec.Data, &row); err != nil {
-			t.Fatal(err)
-		}
-		rows = append(rows, row)
-	}
-	return rows
-}
-
 // §3.7 edge ledger, §15 behaviour 53: two spawns over a delegates edge
 // capped at 2 are delivered with traversals 1 and 2 and bytes counted
 // in UTF-8 (directive + task), the third is refused and ledgered
@@ -145,7 +116,7 @@ func TestOS16GraphLedgerUnicodeCapResume(t *testing.T) {
 		if len(capErr.Ledger) != 3 || len(res.ExhaustedEdges) != 1 || len(capErr.ExhaustedEdges) != 1 {
 			t.Errorf("%s: cap error %+v exhausted %v", name, capErr.ExhaustedEdges, res.ExhaustedEdges)
 		}
-		j := os16EdgeRows(t, dir)
+		j := journaledEdgeRows(t, dir)
 		if len(j) != len(res.Ledger) {
 			t.Fatalf("%s: journal edge rows %+v, ledger %+v", name, j, res.Ledger)
 		}
@@ -221,7 +192,7 @@ func TestOS16GraphTraversalAfterKill(t *testing.T) {
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("ledger %q, want %q", got, want)
 	}
-	j := os16EdgeRows(t, killed)
+	j := journaledEdgeRows(t, killed)
 	if len(j) != len(res.Ledger) {
 		t.Fatalf("journal %+v, ledger %+v", j, res.Ledger)
 	}
@@ -370,7 +341,7 @@ func TestOS16GraphSteerRowAfterKill(t *testing.T) {
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("resumed ledger %q, want %q", got, want)
 	}
-	if j := os16EdgeRows(t, killed); len(j) != len(res.Ledger) {
+	if j := journaledEdgeRows(t, killed); len(j) != len(res.Ledger) {
 		t.Errorf("journal has %d edge rows, ledger %d", len(j), len(res.Ledger))
 	}
 }
@@ -503,7 +474,7 @@ func TestOS16GraphKillSweep(t *testing.T) {
 		if steers != 1 || fresh != 1 {
 			t.Errorf("%s: ledger %q: %d steer rows, %d delivered delegations, want 1 and 1", name, got, steers, fresh)
 		}
-		j := os16EdgeRows(t, killed)
+		j := journaledEdgeRows(t, killed)
 		if len(j) != len(res.Ledger) {
 			t.Errorf("%s: journal %d edge rows, ledger %d", name, len(j), len(res.Ledger))
 		} else {

@@ -5,7 +5,6 @@ package graph_test
 // journal's edge records, and define_analyst's §9 bounds under a graph.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -24,41 +23,6 @@ import (
 	"github.com/agentrt/agentrt/graph"
 	"github.com/agentrt/agentrt/supervise"
 )
-
-// journaledEdgeRows reads the edge records of the run dir's journal as
-// ledger rows, in journal order.
-func journaledEdgeRows(t *testing.T, dir string) []graph.LedgerRow {
-	t.Helper()
-	f, err := os.Open(filepath.Join(dir, supervise.SpawnJournalFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var rows []graph.LedgerRow
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 16<<20)
-	for sc.Scan() {
-		var rec struct {
-			Kind string          `json:"kind"`
-			Data json.RawMessage `json:"data"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
-			t.Fatalf("journal line %q: %v", sc.Text(), err)
-		}
-		if rec.Kind != supervise.KindEdge {
-			continue
-		}
-		var row graph.LedgerRow
-		if err := json.Unmarshal(rec.Data, &row); err != nil {
-			t.Fatalf("edge record %s: %v", rec.Data, err)
-		}
-		rows = append(rows, row)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return rows
-}
 
 // §3.7 ledger rows + behaviour 53: one run with a delivered spawn, a
 // stripped steer (bytes = what was sent), an analyst node's findings to
