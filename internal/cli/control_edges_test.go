@@ -28,11 +28,7 @@ func TestResumeWithAnotherRunIDIsAUsageError(t *testing.T) {
 		t.Run(command, func(t *testing.T) {
 			t.Parallel()
 			dir, db := t.TempDir(), filepath.Join(t.TempDir(), "runs.db")
-			args := []string{"supervise", supManager, "--worker", noteWriter}
-			if command == "graph" {
-				args = []string{"graph", reviewGraph, "--directives", directives}
-			}
-			args = append(args, "--task", "Write release notes.", "--run-dir", dir, "--db", db)
+			args := startArgs(command, "--task", "Write release notes.", "--run-dir", dir, "--db", db)
 			if _, errOut, code := run(t, "", append(args, "--run-id", "first")...); code != 0 {
 				t.Fatalf("the first run: exit %d\n%s", code, errOut)
 			}
@@ -229,8 +225,8 @@ func startLiveRun(t *testing.T, dir, runID string) <-chan liveRunResult {
 // each with its human and its --json answer: a worker the running
 // supervisor does not have is refused (steer) or unknown (cancel: it
 // stays open), exit 1, the answer saying so; the run's own cancellation
-// is cancelled, exit 0, and asking again reports it. (An ended run's arms, not_live with exit 0 for a cancellation
-// and 1 for a steer: TestControlOfAFinishedRunNamesAWorkerItNeverHad;
+// is cancelled, exit 0, and asking again reports it. (An ended run's arms, not_live with exit 1 for a cancellation
+// and a steer alike: TestControlOfAFinishedRunNamesAWorkerItNeverHad;
 // a dir with no run, exit 2: TestSteerCancelRefuseADirectoryThatHoldsNoRun.)
 // Behaviours 48-50, §3.6 "Cancellation".
 func TestControlArmsOfALiveRun(t *testing.T) {

@@ -168,8 +168,8 @@ func TestOutsideSteerAndCancelAcrossProcesses(t *testing.T) {
 	}
 	// A worker already gone: not_live.
 	c2, out, code := osCtl(t, "supervise", "cancel", dir, "slow", "--operation-id", "c2", "--wait", "30s", "--json")
-	if c2["effect"] != "not_live" {
-		t.Fatalf("behaviour 49: cancel of a gone worker: exit %d %v, want not_live\n%s", code, c2, out)
+	if code != 1 || c2["effect"] != "not_live" {
+		t.Fatalf("behaviour 49: cancel of a gone worker: exit %d %v, want 1 not_live (never success)\n%s", code, c2, out)
 	}
 	// An unresolved request stays unknown, never success.
 	c3, out, code := osCtl(t, "supervise", "cancel", dir, "ghost", "--operation-id", "c3", "--wait", "500ms", "--json")

@@ -149,7 +149,7 @@ func TestOutsideCLILiveAndEndedRunBehaviour48to50(t *testing.T) {
 
 	// After the end: the unread steer of the worker that settled, a new
 	// steer, and two run cancellations under new operation ids are all
-	// not_live; a not_live cancellation exits 0, a not_live steer 1.
+	// not_live, and not_live is never success: exit 1 for both.
 	out, _, code = runBinary(t, "steer", runDir, "note-writer", "be brief", "--operation-id", "s1", "--wait", "1s", "--json")
 	var s1end steerJSON
 	oneJSONDocument(t, out, &s1end)
@@ -163,8 +163,8 @@ func TestOutsideCLILiveAndEndedRunBehaviour48to50(t *testing.T) {
 	for _, op := range []string{"r1", "r2", "r1"} {
 		out, errOut, code = runBinary(t, "cancel", runDir, "--operation-id", op, "--wait", "1s", "--json")
 		var rc supervise.RunCancellation
-		if code != 0 {
-			t.Errorf("cancel the ended run under %s: exit %d, stderr %q, stdout %q; want 0, not_live", op, code, errOut, out)
+		if code != 1 {
+			t.Errorf("cancel the ended run under %s: exit %d, stderr %q, stdout %q; want 1, not_live (never success)", op, code, errOut, out)
 			continue
 		}
 		oneJSONDocument(t, out, &rc)
@@ -184,8 +184,8 @@ func TestOutsideCLILiveAndEndedRunBehaviour48to50(t *testing.T) {
 // that worker are written while no process holds the run, and the run
 // is resumed. The resumed run cannot stop a worker that may still run
 // under the dead process's lease: the cancellation is unknown (exit 1),
-// not not_live ("found nothing live", exit 0), and both answers say the
-// worker is in doubt rather than call it settled or running.
+// not not_live (which would say it found nothing live), and both answers
+// say the worker is in doubt rather than call it settled or running.
 func TestOutsideCLICancelInDoubtAfterRestartBehaviour49(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

@@ -87,11 +87,7 @@ func TestResumeOfADirectoryHoldingNoRunIsRefused(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, "README.md"), []byte("my project\n"), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			args := []string{"supervise", supManager, "--worker", noteWriter}
-			if command == "graph" {
-				args = []string{"graph", reviewGraph, "--directives", directives}
-			}
-			args = append(args, "--task", "x", "--run-dir", dir, "--resume", "--db", filepath.Join(t.TempDir(), "runs.db"), "--json")
+			args := startArgs(command, "--task", "x", "--run-dir", dir, "--resume", "--db", filepath.Join(t.TempDir(), "runs.db"), "--json")
 			out, errOut, code := run(t, "", args...)
 			refusedAsUsage(t, out, errOut, code, dir, "holds no run", "drop --resume")
 			entries, err := os.ReadDir(dir)

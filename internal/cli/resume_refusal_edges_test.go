@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -84,11 +85,7 @@ func TestResumeOfAHeldRunDirClaimsNoResume(t *testing.T) {
 		t.Run(command, func(t *testing.T) {
 			t.Parallel()
 			dir, db := t.TempDir(), filepath.Join(t.TempDir(), "runs.db")
-			args := []string{"supervise", supManager, "--worker", noteWriter}
-			if command == "graph" {
-				args = []string{"graph", reviewGraph, "--directives", directives}
-			}
-			args = append(args, "--task", "Write release notes.", "--run-dir", dir, "--run-id", "held", "--db", db)
+			args := startArgs(command, "--task", "Write release notes.", "--run-dir", dir, "--run-id", "held", "--db", db)
 			if _, errOut, code := run(t, "", args...); code != 0 {
 				t.Fatalf("the first run: exit %d\n%s", code, errOut)
 			}
@@ -182,11 +179,7 @@ func TestResumeLooksForTheJournalWhereTheRunKeepsIt(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
 				dir, db := t.TempDir(), filepath.Join(t.TempDir(), "runs.db")
-				args := []string{"supervise", supManager, "--worker", noteWriter}
-				if command == "graph" {
-					args = []string{"graph", reviewGraph, "--directives", directives}
-				}
-				args = append(args, "--task", "Write release notes.", "--run-dir", dir, "--run-id", "where", "--db", db)
+				args := startArgs(command, "--task", "Write release notes.", "--run-dir", dir, "--run-id", "where", "--db", db)
 				first := args
 				if inStore {
 					first = append(first, "--journal-in-store")
@@ -231,11 +224,7 @@ func TestNewRunIntoADirJournaledElsewhereIsRefused(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
 				dir := t.TempDir()
-				args := []string{"supervise", supManager, "--worker", noteWriter}
-				if command == "graph" {
-					args = []string{"graph", reviewGraph, "--directives", directives}
-				}
-				args = append(args, "--task", "Write release notes.", "--run-dir", dir, "--run-id", "again")
+				args := startArgs(command, "--task", "Write release notes.", "--run-dir", dir, "--run-id", "again")
 				first := append(args, "--db", filepath.Join(t.TempDir(), "runs.db"))
 				if inStore {
 					first = append(first, "--journal-in-store")
@@ -299,4 +288,16 @@ func TestStoreResumeRefusedForALiveLeaseWritesNothing(t *testing.T) {
 			checkUnchanged(t, dir, map[string]string{"./": "dir"})
 		})
 	}
+}
+
+// startArgs is the command line that starts the release-notes run of
+// command ("supervise" or "graph": the same work as a manager with its
+// note writer or as the review graph), followed by extra. Its capacity
+// is its length, so an append to it never writes into another's.
+func startArgs(command string, extra ...string) []string {
+	args := []string{"supervise", supManager, "--worker", noteWriter}
+	if command == "graph" {
+		args = []string{"graph", reviewGraph, "--directives", directives}
+	}
+	return slices.Clip(append(args, extra...))
 }

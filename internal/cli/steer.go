@@ -216,7 +216,9 @@ const cancelWaitHelp = `With --wait 0 the request is written and not waited for:
 cancel_requested (or the run's answer, when it already gave one). With
 --wait D a cancellation the run did not confirm within D is unknown.
 
-Exit status: 0 when the cancellation was confirmed (cancelled), found
-nothing live (not_live), or requested with --wait 0 (cancel_requested), 1
-otherwise (unknown: not confirmed within --wait, said on stderr, or a
-worker the run never had, finished run or not), 2 on usage errors.`
+Exit status: 0 when the cancellation was confirmed (cancelled) or
+requested with --wait 0 (cancel_requested), 1 otherwise: not_live (the
+worker or run had already ended, so nothing was cancelled: never success,
+as agentrt runs cancel and agentrt steer say too), or unknown (not
+confirmed within --wait, said on stderr, or a worker the run never had,
+finished run or not), 2 on usage errors.`

@@ -1736,7 +1736,9 @@ func steerWorker(ctx context.Context, stdio IO, dir, worker, message, opID strin
 	}
 	req, err := supervise.WriteWorkerSteer(ctx, dir, worker, supervise.WorkerSteer{OperationID: opID, Message: message, Source: "cli", Interrupt: interrupt})
 	if err != nil {
-		return controlError(err)
+		// No request known to be written, no acknowledgement.
+		none, _ := steerAnswer(nil, nil)
+		return answerFailure(stdio, asJSON, none, controlError(err))
 	}
 	if !asJSON && wait > 0 {
 		fmt.Fprintf(stdio.Err, "steer %s requested for %s; waiting up to %s\n", req.OperationID, req.Worker, wait)
@@ -1748,25 +1750,23 @@ func steerWorker(ctx context.Context, stdio IO, dir, worker, message, opID strin
 		return a, a != nil && a.Effect != supervise.SteerUnknown, err
 	})
 	if err != nil {
-		return &exitError{code: ExitFailed, err: err}
+		// Written, its answer unread.
+		answer, jerr := steerAnswer(&req, nil)
+		if jerr != nil {
+			return errors.Join(&exitError{code: ExitFailed, err: err}, jerr)
+		}
+		return answerFailure(stdio, asJSON, answer, &exitError{code: ExitFailed, err: err})
 	}
 	// --wait 0 asks only that the request be written: an answer the
 	// supervisor has not given yet (none, or its claim, unknown) is
 	// not waited for.
 	requested := wait <= 0 && (ack == nil || ack.Effect == supervise.SteerUnknown)
 	if asJSON {
-		// No acknowledgement within --wait is null, said, not left out.
-		ackV := canonjson.NullValue()
-		if ack != nil {
-			if ackV, err = canonjson.ToValue(ack); err != nil {
-				return err
-			}
+		answer, err := steerAnswer(&req, ack)
+		if err == nil {
+			err = writeJSON(stdio.Out, answer)
 		}
-		reqV, err := canonjson.ToValue(req)
 		if err != nil {
-			return err
-		}
-		if err := writeJSON(stdio.Out, canonjson.ObjectValue([]canonjson.Member{{Name: "request", Value: reqV}, {Name: "acknowledgement", Value: ackV}})); err != nil {
 			return err
 		}
 	} else if requested {
@@ -1794,6 +1794,38 @@ func steerWorker(ctx context.Context, stdio IO, dir, worker, message, opID strin
 		return refused()
 	}
 	return nil
+}
+
+// steerAnswer is agentrt steer --json's answer: the request written and
+// the run's acknowledgement, each null when there is none (not written;
+// none within --wait), said, not left out.
+func steerAnswer(req *supervise.SteerRequest, ack *supervise.SteerAck) (canonjson.Value, error) {
+	reqV, ackV := canonjson.NullValue(), canonjson.NullValue()
+	var err, aerr error
+	if req != nil {
+		reqV, err = canonjson.ToValue(req)
+	}
+	if ack != nil {
+		ackV, aerr = canonjson.ToValue(ack)
+	}
+	if err := errors.Join(err, aerr); err != nil {
+		return canonjson.Value{}, err
+	}
+	return canonjson.ObjectValue([]canonjson.Member{{Name: "request", Value: reqV}, {Name: "acknowledgement", Value: ackV}}), nil
+}
+
+// answerFailure ends a steer or cancellation whose request could not be
+// written or whose answer could not be read with err; with --json stdout
+// still carries an answer (the one given, its unknowns said), as
+// agentrt runs cancel's does, unless err is a usage error.
+func answerFailure(stdio IO, asJSON bool, answer any, err error) error {
+	if ee, ok := errors.AsType[*exitError](err); !asJSON || ok && ee.code == ExitUsage {
+		return err
+	}
+	if werr := writeJSON(stdio.Out, answer); werr != nil {
+		return errors.Join(err, werr)
+	}
+	return err
 }
 
 // cancelWork requests in dir the cancellation of worker (and its
@@ -1824,7 +1856,9 @@ func cancelWork(ctx context.Context, stdio IO, dir, worker, opID, reason string,
 	if worker != "" {
 		req, err := supervise.CancelWorker(ctx, dir, worker, opID, supervise.CancelOptions{Reason: reason, Source: "cli"})
 		if err != nil {
-			return controlError(err)
+			return answerFailure(stdio, asJSON, supervise.WorkerCancellation{OperationID: opID, Worker: worker, Effect: kernel.EffectUnknown,
+				RequestedAt: time.Now().UnixMilli(), Reason: reason, Detail: "whether the request was written is not known: " + err.Error(), Terminated: []supervise.NodeID{}},
+				controlError(err))
 		}
 		if !asJSON && wait > 0 {
 			fmt.Fprintf(stdio.Err, "cancel %s requested for %s; waiting up to %s\n", opID, req.Worker, wait)
@@ -1834,7 +1868,9 @@ func cancelWork(ctx context.Context, stdio IO, dir, worker, opID, reason string,
 			return r, final(r.Effect), err
 		})
 		if err != nil {
-			return &exitError{code: ExitFailed, err: err}
+			return answerFailure(stdio, asJSON, supervise.WorkerCancellation{OperationID: opID, Worker: req.Worker, Effect: kernel.EffectUnknown,
+				RequestedAt: req.RequestedAt, Reason: reason, Detail: "the request was written; its answer could not be read: " + err.Error(), Terminated: []supervise.NodeID{}},
+				&exitError{code: ExitFailed, err: err})
 		}
 		// The run answered when it wrote the record (ObservedAt); an
 		// unknown it answered (a worker it never had) is its verdict,
@@ -1856,13 +1892,17 @@ func cancelWork(ctx context.Context, stdio IO, dir, worker, opID, reason string,
 				Source: "cli", Reason: reason,
 				Detail: fmt.Sprintf("the run had ended (%s) before the request was written; its cancellation was operation %s", ended.Status, ended.FirstOperationID)}
 			if asJSON {
-				return writeJSON(stdio.Out, rec)
+				if err := writeJSON(stdio.Out, rec); err != nil {
+					return err
+				}
+			} else {
+				fmt.Fprintf(stdio.Out, "cancel %s of the run: %s%s\n", opID, rec.Effect, detail(rec.Detail))
 			}
-			fmt.Fprintf(stdio.Out, "cancel %s of the run: %s%s\n", opID, rec.Effect, detail(rec.Detail))
-			return nil
+			return refused() // not_live is never success (§3.6)
 		}
 		if err != nil {
-			return controlError(err)
+			return answerFailure(stdio, asJSON, &supervise.RunCancellation{OperationID: opID, Effect: kernel.EffectUnknown, RequestedAt: time.Now().UnixMilli(),
+				Source: "cli", Reason: reason, Detail: "whether the request was written is not known: " + err.Error()}, controlError(err))
 		}
 		if !asJSON && wait > 0 {
 			fmt.Fprintf(stdio.Err, "cancel %s requested for the run; waiting up to %s\n", opID, wait)
@@ -1872,7 +1912,8 @@ func cancelWork(ctx context.Context, stdio IO, dir, worker, opID, reason string,
 			return r, r != nil && (final(r.Effect) || r.Effect == kernel.EffectUnknown), err
 		})
 		if err != nil {
-			return &exitError{code: ExitFailed, err: err}
+			return answerFailure(stdio, asJSON, &supervise.RunCancellation{OperationID: req.OperationID, Effect: kernel.EffectUnknown, RequestedAt: req.At,
+				Source: req.Source, Reason: req.Reason, Detail: "the request was written; its answer could not be read: " + err.Error()}, &exitError{code: ExitFailed, err: err})
 		}
 		if rec == nil {
 			// Nobody answered (no supervisor holds the run, or it has
@@ -1902,9 +1943,10 @@ func cancelWork(ctx context.Context, stdio IO, dir, worker, opID, reason string,
 		fmt.Fprintln(stdio.Err, againHint)
 	}
 	switch {
-	case final(effect) || effect == kernel.EffectCancelRequested:
+	case effect == kernel.EffectCancelled || effect == kernel.EffectCancelRequested:
 		// cancel_requested only with --wait 0: the request is written
-		// and no wait was asked.
+		// and no wait was asked. not_live is final but never success
+		// (§3.6): nothing was cancelled.
 		return nil
 	case timedOut:
 		return &exitError{code: ExitFailed, err: fmt.Errorf("the run did not confirm the cancellation within %s; it may still apply it: run this again with --operation-id %s to see the outcome%s", wait, opID, noAnswerHint(dir))}

@@ -619,7 +619,8 @@ func TestSuperviseRefusesAnOversizeManagerScript(t *testing.T) {
 // A steer or cancellation of a finished run to a worker it never had is
 // answered as the running supervisor answers it (§3.6 behaviours 48,
 // 49): it says the run has no such worker and exits 1, where a worker
-// that did run is not_live (exit 0 for a cancellation).
+// that did run is not_live, exit 1 too: never success (§3.6), as
+// agentrt runs cancel and agentrt steer answer it.
 func TestControlOfAFinishedRunNamesAWorkerItNeverHad(t *testing.T) {
 	dir := t.TempDir()
 	script := managerScript(t, `{"turns": [`+spawnNote+`, `+awaitOne+`, `+answerDone+`]}`)
@@ -627,7 +628,7 @@ func TestControlOfAFinishedRunNamesAWorkerItNeverHad(t *testing.T) {
 		t.Fatalf("supervise: exit %d\n%s%s", code, out, errOut)
 	}
 	out, errOut, code := run(t, "", "cancel", dir, "note", "--wait", "2s")
-	if code != 0 || !strings.Contains(out, ": not_live (the run had ended before the request was written)") {
+	if code != 1 || !strings.Contains(out, ": not_live (the run had ended before the request was written)") {
 		t.Errorf("cancel of the settled worker: exit %d\n%s%s", code, out, errOut)
 	}
 	const noWorker = "(the run had ended before the request was written; the run has no worker nobody)"
