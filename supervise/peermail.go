@@ -88,26 +88,27 @@ const (
 var mailAuthorityMarkers = []string{mailAuthorityMarkerFirst, "from your supervisor", "answer from your supervisor"}
 
 // PeerMail configures peer mail (Options.PeerMail). A zero field takes
-// its default; a negative one is refused.
+// its default; a negative one is refused. Its JSON names (read_mail's
+// limits) are the option pointers' (/peerMail/maxInbox …).
 type PeerMail struct {
 	// MaxBodyBytes bounds one message's body (DefaultMailBodyBytes).
-	MaxBodyBytes int
+	MaxBodyBytes int `json:"maxBodyBytes"`
 	// MaxSubjectBytes bounds one message's subject
 	// (DefaultMailSubjectBytes).
-	MaxSubjectBytes int
+	MaxSubjectBytes int `json:"maxSubjectBytes"`
 	// MaxInbox is how many messages one worker may receive in the whole
 	// run (DefaultMailInbox); past it a send is refused mailbox-full.
-	MaxInbox int
+	MaxInbox int `json:"maxInbox"`
 	// MaxInboxBytes is how many body bytes one worker may receive in
 	// the whole run (DefaultMailInboxBytes); a send that would take it
 	// past is refused mailbox-full.
-	MaxInboxBytes int
+	MaxInboxBytes int `json:"maxInboxBytes"`
 	// MaxSent is how many sends one worker may attempt in the whole run,
 	// refused ones included (DefaultMailSent).
-	MaxSent int
+	MaxSent int `json:"maxSent"`
 	// MaxThreadDepth is the deepest reply: a root message is depth 0
 	// (DefaultMailThreadDepth).
-	MaxThreadDepth int
+	MaxThreadDepth int `json:"maxThreadDepth"`
 }
 
 // limits is p with its defaults.
