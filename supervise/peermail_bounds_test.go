@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -483,5 +484,109 @@ func TestPeerMailReadLimitsWireNames(t *testing.T) {
 		"maxThreadDepth": float64(supervise.DefaultMailThreadDepth)}
 	if diff := cmp.Diff(want, got["limits"]); diff != "" {
 		t.Errorf("read_mail's limits (-want +got):\n%s", diff)
+	}
+}
+
+// §9 peer mail is between workers: an analyst (run_analyst, here run by
+// Options.AnalystModel, whose tool loop offers only trace tools) has no
+// inbox anyone reads. While it runs it is no peer in a live sibling's
+// read_mail, and mail to it is refused worker-has-no-inbox — as mail to
+// a nested manager is — never "delivered" to nobody.
+func TestPeerMailAnalystIsNoPeer(t *testing.T) {
+	exec := &keepToolsExecutor{gate: make(chan struct{}), kept: map[string][]contract.Tool{}}
+	analystGate := make(chan struct{})
+	o := baseOptions(t, exec, nil)
+	o.PeerMail = &supervise.PeerMail{}
+	o.AnalystModel = scripted.NewChatModel(scripted.ChatScript{Turns: []scripted.ChatTurn{{
+		Expect: func([]contract.ChatMessage, []contract.Tool) error {
+			select {
+			case <-analystGate:
+				return nil
+			case <-time.After(30 * time.Second):
+				return errors.New("the analyst's gate never opened")
+			}
+		},
+		Events: []contract.ChatEvent{scripted.Text("finding: none")}}}})
+	var peers []supervise.MailPeer
+	var toAnalyst string
+	var analyst string
+	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		tool(t, ctx, c, supervise.VerbSpawnWorker, writer("settle"))
+		tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"settled"}, "timeoutMs": 60000})
+		tool(t, ctx, c, supervise.VerbSpawnWorker, writer("live"))
+		r := tool(t, ctx, c, supervise.VerbRunAnalyst, map[string]any{"kind": "failure-triage", "workerId": "run1:s1"})
+		analyst, _ = r["analystWorkerId"].(string)
+		box, err := c.ReadMail("run1:s2")
+		if err != nil {
+			return supervise.BrainReport{}, err
+		}
+		peers = box.Peers
+		if toAnalyst, _, err = sendAs(ctx, c, "run1:s2", map[string]any{"to": analyst, "kind": "ask", "subject": "s", "body": "b"}); err != nil {
+			t.Error(err)
+		}
+		close(analystGate)
+		close(exec.gate)
+		for range 4 {
+			if r := tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 60000}); r["idle"] == true {
+				break
+			}
+		}
+		return supervise.BrainReport{}, nil
+	})
+	if _, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker, supervise.VerbAwaitEvent, supervise.VerbRunAnalyst), "t", o); err != nil {
+		t.Fatal(err)
+	}
+	if analyst == "" {
+		t.Fatal("run_analyst started no analyst")
+	}
+	for _, p := range peers {
+		if string(p.WorkerID) == analyst {
+			t.Errorf("the analyst %s is among a worker's peers: %+v", analyst, peers)
+		}
+	}
+	if toAnalyst != supervise.MailWorkerHasNoInbox {
+		t.Errorf("mail to the analyst: %q, want %s", toAnalyst, supervise.MailWorkerHasNoInbox)
+	}
+}
+
+// An analyst run on the run's own Executor (no Options.AnalystModel) is
+// given no peer mail tools: a lens over a settled worker's output does
+// not mail the live workers.
+func TestPeerMailAnalystOnTheRunsExecutorGetsNoTools(t *testing.T) {
+	exec := &keepToolsExecutor{gate: make(chan struct{}), kept: map[string][]contract.Tool{}}
+	close(exec.gate)
+	o := baseOptions(t, exec, nil)
+	o.PeerMail = &supervise.PeerMail{}
+	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		tool(t, ctx, c, supervise.VerbSpawnWorker, writer("settle"))
+		tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"settled"}, "timeoutMs": 60000})
+		tool(t, ctx, c, supervise.VerbRunAnalyst, map[string]any{"kind": "failure-triage", "workerId": "run1:s1"})
+		for range 3 {
+			if r := tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 60000}); r["idle"] == true {
+				break
+			}
+		}
+		return supervise.BrainReport{}, nil
+	})
+	if _, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker, supervise.VerbAwaitEvent, supervise.VerbRunAnalyst), "t", o); err != nil {
+		t.Fatal(err)
+	}
+	exec.mu.Lock()
+	defer exec.mu.Unlock()
+	analysts := 0
+	for task, tools := range exec.kept {
+		if !strings.HasPrefix(task, "ANALYST LENS") {
+			if len(tools) != 2 {
+				t.Errorf("worker %q was given %d mail tools, want 2", task, len(tools))
+			}
+			continue
+		}
+		analysts++
+		if len(tools) != 0 {
+			t.Errorf("the analyst was given %d peer mail tools, want none", len(tools))
+		}
+	}
+	if analysts != 1 {
+		t.Errorf("%d analysts ran on the executor, want 1", analysts)
 	}
 }
