@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/providers/scripted"
 	"github.com/agentrt/agentrt/supervise"
 )
@@ -588,5 +591,150 @@ func TestPeerMailAnalystOnTheRunsExecutorGetsNoTools(t *testing.T) {
 	}
 	if analysts != 1 {
 		t.Errorf("%d analysts ran on the executor, want 1", analysts)
+	}
+}
+
+// §3.6 tolerant readers, peer mail: a run killed while appending a mail
+// record leaves a torn last line in the coordination log. The resume
+// repairs it and rebuilds the mailboxes from the whole records before
+// it — the torn attempt was never answered, so it counts nowhere — and
+// the next attempt is numbered after the last whole one, readable by a
+// later resume.
+func TestPeerMailTornLastRecord(t *testing.T) {
+	dir := t.TempDir()
+	mgr := managerProfile(t, supervise.VerbSpawnWorker, supervise.VerbAwaitEvent)
+	exec := &keepToolsExecutor{gate: make(chan struct{}), kept: map[string][]contract.Tool{}}
+	o := baseOptions(t, exec, nil)
+	o.RunDir, o.PeerMail = dir, &supervise.PeerMail{}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		tool(t, ctx, c, supervise.VerbSpawnWorker, writer("live"))
+		tool(t, ctx, c, supervise.VerbSpawnWorker, writer("live"))
+		for _, body := range []string{"one", "two"} {
+			if out, _, err := sendAs(ctx, c, "run1:s2", map[string]any{"to": "run1:s1", "kind": "ask", "subject": "s", "body": body}); err != nil || out != supervise.MailDelivered {
+				t.Errorf("send %s: %s %v", body, out, err)
+			}
+		}
+		cancel()
+		<-ctx.Done()
+		return supervise.BrainReport{}, context.Cause(ctx)
+	})
+	if _, err := supervise.Supervise(ctx, mgr, "mail", o); err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatalf("the cut run: %v", err)
+	}
+	path := filepath.Join(dir, supervise.CoordinationLogFile)
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(`{"kind":"mail","mail":{"envelope":{"mailId":"mail-3","from":"run1:s2","to":"run1:s1","kind":"ask","subj`); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	resumed := func(probe func(ctx context.Context, c *supervise.Coordinator) error) {
+		t.Helper()
+		exec := &keepToolsExecutor{gate: make(chan struct{}), kept: map[string][]contract.Tool{}}
+		o := baseOptions(t, exec, nil)
+		o.RunDir, o.Resume, o.PeerMail = dir, true, &supervise.PeerMail{}
+		o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+			defer close(exec.gate)
+			return supervise.BrainReport{}, probe(ctx, c)
+		})
+		if _, err := supervise.Supervise(context.Background(), mgr, "mail", o); err != nil {
+			t.Fatalf("the resume: %v", err)
+		}
+	}
+	var box, sender supervise.MailReadout
+	var nextID string
+	resumed(func(ctx context.Context, c *supervise.Coordinator) error {
+		var err error
+		if box, err = c.ReadMail("run1:s1"); err != nil {
+			return err
+		}
+		if sender, err = c.ReadMail("run1:s2"); err != nil {
+			return err
+		}
+		a := tool(t, ctx, c, supervise.VerbSpawnWorker, writer("live"))
+		b := tool(t, ctx, c, supervise.VerbSpawnWorker, writer("live"))
+		from, _ := a["workerId"].(string)
+		to, _ := b["workerId"].(string)
+		var out string
+		out, nextID, err = sendAs(ctx, c, supervise.NodeID(from), map[string]any{"to": to, "kind": "ask", "subject": "s", "body": "three"})
+		if err == nil && out != supervise.MailDelivered {
+			err = fmt.Errorf("the send after the repair: %s", out)
+		}
+		return err
+	})
+	if len(box.Inbox) != 2 || box.Inbox[0].Body != "one" || box.Inbox[1].Body != "two" {
+		t.Errorf("the recipient's inbox after the repair: %+v", box.Inbox)
+	}
+	if sender.Sent != 2 {
+		t.Errorf("the sender's count after the repair: %d, want 2", sender.Sent)
+	}
+	if nextID != "mail-3" {
+		t.Errorf("the next attempt's id: %s, want mail-3", nextID)
+	}
+	var ids []string
+	resumed(func(context.Context, *supervise.Coordinator) error {
+		_, ids = mailLog(t, dir)
+		return nil
+	})
+	if diff := cmp.Diff([]string{"mail-1", "mail-2", "mail-3"}, ids); diff != "" {
+		t.Errorf("mail records after two resumes (-want +got):\n%s", diff)
+	}
+}
+
+// §9 peer mail in a nested tree: two workers of one lead are siblings
+// and mail each other (delivered, in the recipient's read_mail, the
+// other its peer), while the lead's worker mailing its cousin — the
+// root's other worker — and its own manager are refused unknown-worker.
+func TestPeerMailNestedSiblings(t *testing.T) {
+	exec := &keepToolsExecutor{gate: make(chan struct{}), kept: map[string][]contract.Tool{}}
+	o := nestedOptions(t, exec, nil, nil)
+	o.PeerMail = &supervise.PeerMail{}
+	var outcomes []string
+	var box supervise.MailReadout
+	o.ManagerBrain = func(*profile.Profile) supervise.Brain {
+		return goLead(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+			a, _ := tool(t, ctx, c, supervise.VerbSpawnWorker, writer("live"))["workerId"].(string)
+			b, _ := tool(t, ctx, c, supervise.VerbSpawnWorker, writer("live"))["workerId"].(string)
+			lead, _ := supervise.NodeID(a).Parent()
+			for _, to := range []string{b, "run1:s1", string(lead)} {
+				out, _, err := sendAs(ctx, c, supervise.NodeID(a), map[string]any{"to": to, "kind": "ask", "subject": "s", "body": "b"})
+				if err != nil {
+					t.Error(err)
+				}
+				outcomes = append(outcomes, out)
+			}
+			var err error
+			if box, err = c.ReadMail(supervise.NodeID(b)); err != nil {
+				return supervise.BrainReport{}, err
+			}
+			close(exec.gate)
+			for range 2 {
+				tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"settled"}, "timeoutMs": 60000})
+			}
+			return supervise.BrainReport{Text: "lead DONE"}, nil
+		})
+	}
+	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		tool(t, ctx, c, supervise.VerbSpawnWorker, writer("live"))
+		tool(t, ctx, c, supervise.VerbSpawnWorker, map[string]any{"profile": "lead", "task": "lead", "label": "lead",
+			"budget": map[string]any{"maxTokens": 3000, "maxIterations": 5, "maxUsd": 0.5}})
+		for range 2 {
+			tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"settled"}, "timeoutMs": 60000})
+		}
+		return supervise.BrainReport{}, nil
+	})
+	if _, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker, supervise.VerbAwaitEvent), "t", o); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{supervise.MailDelivered, supervise.MailUnknownWorker, supervise.MailUnknownWorker}, outcomes); diff != "" {
+		t.Errorf("outcomes (-want +got):\n%s", diff)
+	}
+	if len(box.Inbox) != 1 || len(box.Peers) != 1 {
+		t.Errorf("the recipient's read_mail: inbox %+v peers %+v, want one message and one peer", box.Inbox, box.Peers)
 	}
 }
