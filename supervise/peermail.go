@@ -88,8 +88,8 @@ const (
 var mailAuthorityMarkers = []string{mailAuthorityMarkerFirst, "from your supervisor", "answer from your supervisor"}
 
 // PeerMail configures peer mail (Options.PeerMail). A zero field takes
-// its default; a negative one is refused. Its JSON names (read_mail's
-// limits) are the option pointers' (/peerMail/maxInbox …).
+// its default; a negative one is refused. Its JSON names are read_mail's
+// limits as the reference spells them (maxSentPerWorker, …).
 type PeerMail struct {
 	// MaxBodyBytes bounds one message's body (DefaultMailBodyBytes).
 	MaxBodyBytes int `json:"maxBodyBytes"`
@@ -98,14 +98,14 @@ type PeerMail struct {
 	MaxSubjectBytes int `json:"maxSubjectBytes"`
 	// MaxInbox is how many messages one worker may receive in the whole
 	// run (DefaultMailInbox); past it a send is refused mailbox-full.
-	MaxInbox int `json:"maxInbox"`
+	MaxInbox int `json:"maxInboxPerWorker"`
 	// MaxInboxBytes is how many body bytes one worker may receive in
 	// the whole run (DefaultMailInboxBytes); a send that would take it
 	// past is refused mailbox-full.
-	MaxInboxBytes int `json:"maxInboxBytes"`
+	MaxInboxBytes int `json:"maxInboxBytesPerWorker"`
 	// MaxSent is how many sends one worker may attempt in the whole run,
 	// refused ones included (DefaultMailSent).
-	MaxSent int `json:"maxSent"`
+	MaxSent int `json:"maxSentPerWorker"`
 	// MaxThreadDepth is the deepest reply: a root message is depth 0
 	// (DefaultMailThreadDepth).
 	MaxThreadDepth int `json:"maxThreadDepth"`

@@ -451,9 +451,10 @@ func TestPeerMailCrossingAndRacingSettlement(t *testing.T) {
 }
 
 // §9 read_mail's wire shape: its limits object is spelled as the rest of
-// its result and as PeerMail's option pointers (/peerMail/maxInbox …),
-// in camelCase — a worker reads {maxBodyBytes, maxSubjectBytes,
-// maxInbox, maxInboxBytes, maxSent, maxThreadDepth}.
+// its result is and as the reference's PeerMailLimits, in camelCase — a
+// worker reads {maxBodyBytes, maxSubjectBytes, maxInboxPerWorker,
+// maxInboxBytesPerWorker, maxSentPerWorker, maxThreadDepth}, not Go's
+// field names.
 func TestPeerMailReadLimitsWireNames(t *testing.T) {
 	exec := &keepToolsExecutor{gate: make(chan struct{}), kept: map[string][]contract.Tool{}}
 	close(exec.gate)
@@ -483,7 +484,7 @@ func TestPeerMailReadLimitsWireNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]any{"maxBodyBytes": float64(supervise.DefaultMailBodyBytes), "maxSubjectBytes": float64(supervise.DefaultMailSubjectBytes),
-		"maxInbox": float64(5), "maxInboxBytes": float64(supervise.DefaultMailInboxBytes), "maxSent": float64(supervise.DefaultMailSent),
+		"maxInboxPerWorker": float64(5), "maxInboxBytesPerWorker": float64(supervise.DefaultMailInboxBytes), "maxSentPerWorker": float64(supervise.DefaultMailSent),
 		"maxThreadDepth": float64(supervise.DefaultMailThreadDepth)}
 	if diff := cmp.Diff(want, got["limits"]); diff != "" {
 		t.Errorf("read_mail's limits (-want +got):\n%s", diff)
