@@ -906,7 +906,10 @@
 // (a lead) takes no mail: its router brain is offered neither tool, and
 // mail addressed to it by a sibling is refused worker-has-no-inbox (the
 // reference's refusal of a recipient without an inbox), the lead not
-// among read_mail's peers (TestPeerMailAcrossManagersRefused). Mail is
+// among read_mail's peers (TestPeerMailAcrossManagersRefused); so does
+// an analyst (run_analyst's lens, which is no worker of the channel):
+// it is given no mail tools, is no peer, and mail to it is refused
+// worker-has-no-inbox (TestPeerMailAnalystIsNoPeer). Mail is
 // not pushed into a worker's steer inbox: the reference folds it into
 // the recipient's inbox as a fenced, never-forceful peer block at its
 // next step boundary, one that never holds a settle; here a

@@ -88,26 +88,27 @@ const (
 var mailAuthorityMarkers = []string{mailAuthorityMarkerFirst, "from your supervisor", "answer from your supervisor"}
 
 // PeerMail configures peer mail (Options.PeerMail). A zero field takes
-// its default; a negative one is refused.
+// its default; a negative one is refused. Its JSON names are read_mail's
+// limits as the reference spells them (maxSentPerWorker, …).
 type PeerMail struct {
 	// MaxBodyBytes bounds one message's body (DefaultMailBodyBytes).
-	MaxBodyBytes int
+	MaxBodyBytes int `json:"maxBodyBytes"`
 	// MaxSubjectBytes bounds one message's subject
 	// (DefaultMailSubjectBytes).
-	MaxSubjectBytes int
+	MaxSubjectBytes int `json:"maxSubjectBytes"`
 	// MaxInbox is how many messages one worker may receive in the whole
 	// run (DefaultMailInbox); past it a send is refused mailbox-full.
-	MaxInbox int
+	MaxInbox int `json:"maxInboxPerWorker"`
 	// MaxInboxBytes is how many body bytes one worker may receive in
 	// the whole run (DefaultMailInboxBytes); a send that would take it
 	// past is refused mailbox-full.
-	MaxInboxBytes int
+	MaxInboxBytes int `json:"maxInboxBytesPerWorker"`
 	// MaxSent is how many sends one worker may attempt in the whole run,
 	// refused ones included (DefaultMailSent).
-	MaxSent int
+	MaxSent int `json:"maxSentPerWorker"`
 	// MaxThreadDepth is the deepest reply: a root message is depth 0
 	// (DefaultMailThreadDepth).
-	MaxThreadDepth int
+	MaxThreadDepth int `json:"maxThreadDepth"`
 }
 
 // limits is p with its defaults.
@@ -264,7 +265,7 @@ func (c *Coordinator) SendMail(ctx context.Context, from NodeID, args canonjson.
 	}
 	env := MailEnvelope{From: from, To: NodeID(a.To), Kind: a.Kind, Subject: a.Subject, Body: a.Body,
 		EvidenceRefs: a.EvidenceRefs, ReplyTo: a.ReplyTo, AtMS: c.now().UnixMilli()}
-	toManager := c.runsManager(env.To) // before po.mu: c.mu is never taken under it
+	noInbox := c.takesNoMail(env.To) // before po.mu: c.mu is never taken under it
 	po.mu.Lock()
 	defer po.mu.Unlock() // held while journaling: ids and the journal keep one order
 	env.MailID = "mail-" + strconv.Itoa(po.seq+1)
@@ -273,7 +274,7 @@ func (c *Coordinator) SendMail(ctx context.Context, from NodeID, args canonjson.
 	if hasParent {
 		env.ThreadID, env.Depth = parent.ThreadID, parent.Depth+1
 	}
-	outcome, reason := c.admitMailLocked(po, env, hasParent, parent, toManager)
+	outcome, reason := c.admitMailLocked(po, env, hasParent, parent, noInbox)
 	// A refused oversize subject or body is kept clipped to its bound
 	// (Reason says how large it was): the record stays bounded.
 	env.Subject, env.Body = clipUTF8(env.Subject, po.lim.MaxSubjectBytes), clipUTF8(env.Body, po.lim.MaxBodyBytes)
@@ -289,8 +290,9 @@ func (c *Coordinator) SendMail(ctx context.Context, from NodeID, args canonjson.
 }
 
 // admitMailLocked decides one attempt, in the reference's order.
-// toManager: the recipient is a nested manager (runsManager).
-func (c *Coordinator) admitMailLocked(po *postOffice, env MailEnvelope, hasParent bool, parent MailEnvelope, toManager bool) (string, string) {
+// noInbox, when not empty, is what the recipient is that takes no mail
+// (takesNoMail).
+func (c *Coordinator) admitMailLocked(po *postOffice, env MailEnvelope, hasParent bool, parent MailEnvelope, noInbox string) (string, string) {
 	lim := po.lim
 	if po.sent[env.From] >= lim.MaxSent {
 		return MailSendQuotaExhausted, fmt.Sprintf("%s attempted %d sends, the run's limit per worker", env.From, lim.MaxSent)
@@ -337,22 +339,45 @@ func (c *Coordinator) admitMailLocked(po *postOffice, env MailEnvelope, hasParen
 		return MailAlreadySettled, string(env.To) + " is in doubt: its execution was lost without a receipt"
 	case !to.State.Live():
 		return MailAlreadySettled, string(env.To) + " already settled (" + string(to.State) + ")"
-	case toManager:
-		// A nested manager: its brain is offered no read_mail and has no
-		// inbox mail reaches, so nobody would read it (the reference
-		// refuses a recipient without an inbox the same way).
-		return MailWorkerHasNoInbox, string(env.To) + " is a manager: it takes no peer mail"
+	case noInbox != "":
+		// A nested manager, whose brain is offered no read_mail, or an
+		// analyst, a lens given no mail tools: nobody would read it (the
+		// reference refuses a recipient without an inbox the same way).
+		return MailWorkerHasNoInbox, string(env.To) + " is " + noInbox + ": it takes no peer mail"
 	}
 	return MailDelivered, ""
 }
 
 // runsManager reports whether node id's worker is a nested manager
-// (RuntimeManager): mail to it is refused worker-has-no-inbox.
+// (RuntimeManager): mail to it is refused worker-has-no-inbox
+// (takesNoMail).
 func (c *Coordinator) runsManager(id NodeID) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	w, ok := c.workers[id]
 	return ok && w.runtime == RuntimeManager
+}
+
+// takesNoMail says what node id is when it takes no peer mail — "a
+// manager" (a nested manager) or "an analyst" (run_analyst's, whose
+// lens is no worker of the channel) — and "" for a worker that does.
+func (c *Coordinator) takesNoMail(id NodeID) string {
+	switch {
+	case c.isAnalyst(id):
+		return "an analyst"
+	case c.runsManager(id):
+		return "a manager"
+	}
+	return ""
+}
+
+// isAnalyst reports whether node id is run_analyst's (startAnalyst marks
+// it before it starts).
+func (c *Coordinator) isAnalyst(id NodeID) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.analysts[id]
+	return ok
 }
 
 // clipUTF8 is s cut to at most n bytes on a rune boundary.
@@ -424,7 +449,8 @@ type MailReadout struct {
 	// Inbox is every message delivered to it, oldest first; reading
 	// does not consume them.
 	Inbox []MailEnvelope `json:"inbox"`
-	// Peers are its live siblings that take mail (not nested managers),
+	// Peers are its live siblings that take mail (not nested managers
+	// nor analysts),
 	// the ids send_mail takes.
 	Peers []MailPeer `json:"peers"`
 	// Sent is how many sends it attempted; SendQuotaLeft how many more
@@ -449,7 +475,7 @@ func (c *Coordinator) ReadMail(you NodeID) (MailReadout, error) {
 	parent, _ := you.Parent()
 	var peers []MailPeer
 	for _, n := range c.scope.Nodes() {
-		if p, _ := n.ID.Parent(); p == parent && n.ID != you && live(n) && !c.runsManager(n.ID) {
+		if p, _ := n.ID.Parent(); p == parent && n.ID != you && live(n) && c.takesNoMail(n.ID) == "" {
 			peers = append(peers, MailPeer{WorkerID: n.ID, Label: n.Label})
 		}
 	}
@@ -463,8 +489,8 @@ func (c *Coordinator) ReadMail(you NodeID) (MailReadout, error) {
 // peerMailTools are send_mail and read_mail bound to worker id: what
 // Work.PeerMail holds when Options.PeerMail is set.
 func (c *Coordinator) peerMailTools(id NodeID) []contract.Tool {
-	if c.mail == nil {
-		return nil
+	if c.mail == nil || c.isAnalyst(id) {
+		return nil // an analyst is a lens, no worker of the channel
 	}
 	send := contract.Tool{Name: VerbSendMail,
 		Description: "Send one typed message to a LIVE sibling worker of this run, as yourself (you cannot choose the sender). " +
