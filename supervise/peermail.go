@@ -450,8 +450,7 @@ type MailReadout struct {
 	// does not consume them.
 	Inbox []MailEnvelope `json:"inbox"`
 	// Peers are its live siblings that take mail (not nested managers
-	// nor analysts),
-	// the ids send_mail takes.
+	// nor analysts), the ids send_mail takes.
 	Peers []MailPeer `json:"peers"`
 	// Sent is how many sends it attempted; SendQuotaLeft how many more
 	// it may.
