@@ -1,10 +1,12 @@
 package supervise_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -304,6 +306,9 @@ func TestPeerMailResumeWithoutThenWith(t *testing.T) {
 	close(exec2.gate)
 	o = baseOptions(t, exec2, nil)
 	o.RunDir, o.Resume = dir, true
+	// The resume says its workers lose the channel (3 mail records kept).
+	var logged bytes.Buffer
+	o.Logger = slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	var offErr error
 	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
 		_, offErr = c.ReadMail("run1:s1")
@@ -315,6 +320,9 @@ func TestPeerMailResumeWithoutThenWith(t *testing.T) {
 	}
 	if offErr == nil {
 		t.Error("ReadMail in a resume without peer mail answered, want peer mail off")
+	}
+	if got := logged.String(); !strings.Contains(got, "resumed without Options.PeerMail") || !strings.Contains(got, "mailRecords=3") {
+		t.Errorf("the resume without peer mail logged %q, want a warning naming its 3 mail records", got)
 	}
 	exec2.mu.Lock()
 	if tools := exec2.kept["settle"]; len(tools) != 0 {

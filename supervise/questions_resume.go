@@ -27,6 +27,7 @@ func (c *Coordinator) replayQuestions(ctx context.Context, prior []Record) {
 	// escalated questions to their parent managers, by question id.
 	escalations := map[string]Decision{}
 	var asked []*question // this replay's questions, in journal order
+	mailOff := 0          // mail records kept while peer mail is off
 	for _, r := range recs {
 		switch {
 		case r.Kind == CoordDecision && r.Decision != nil && !r.Delivered && r.Decision.Kind == "escalate":
@@ -71,6 +72,8 @@ func (c *Coordinator) replayQuestions(ctx context.Context, prior []Record) {
 			c.mail.mu.Lock()
 			c.mail.applyLocked(*r.Mail)
 			c.mail.mu.Unlock()
+		case r.Kind == CoordMail && r.Mail != nil:
+			mailOff++
 		case r.Kind == CoordEscalation && r.Escalation != nil:
 			// The root escalated it: the call that did gets its outcome
 			// back if the resumed manager runs it again (rerunEscalation),
@@ -90,6 +93,12 @@ func (c *Coordinator) replayQuestions(ctx context.Context, prior []Record) {
 		}
 	}
 	c.linkEscalatedLocked(asked, escalations)
+	if mailOff > 0 {
+		// Not an error (a later resume with peer mail reads them), but
+		// the run's workers lose a channel they had: said, not silent.
+		c.logger.Warn("supervise: this run had peer mail and is resumed without Options.PeerMail (agentrt: --peer-mail): its workers get no send_mail or read_mail; the journaled mail is kept for a resume with it",
+			"mailRecords", mailOff)
+	}
 }
 
 // earlierQuestions returns the question lifecycle records of the run's

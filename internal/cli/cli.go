@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"net"
 	"os"
 	"strconv"
@@ -58,6 +59,13 @@ func (e *exitError) Unwrap() error { return e.err }
 
 // refused ends a command with exit code 1 after it printed its verdict.
 func refused() error { return &exitError{code: ExitFailed} }
+
+// warnLogger is the logger of a command's libraries: their warnings and
+// errors (what a run cannot return, such as a journal write it lost) as
+// text lines on w, the command's stderr; nothing below warn.
+func warnLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
 
 // usage ends a command with exit code 2.
 func usage(format string, args ...any) error {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"math"
 	"os"
 	"os/exec"
@@ -217,7 +216,7 @@ func runMCPDelegate(ctx context.Context, stdio IO, open providerOpener, f mcpDel
 		return err
 	}
 	defer s.Close()
-	logger := slog.New(slog.NewTextHandler(stdio.Err, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	logger := warnLogger(stdio.Err)
 	cfg := delegation.Config{
 		Store:              s,
 		Manager:            mgr,

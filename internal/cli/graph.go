@@ -226,7 +226,7 @@ without a winner is also said on stderr), 2 on usage errors.`,
 			so := supervise.Options{
 				Executor: exec,
 				Router:   router, RunDir: runDir, RunID: runID, Resume: resume, ReturnEnded: resume, Analysts: lenses,
-				Observer: holder, AnalystModel: analystModel, Store: s,
+				Observer: holder, AnalystModel: analystModel, Store: s, Logger: warnLogger(stdio.Err),
 			}
 			if !resume && g.Budget != nil && g.Budget.Tokens != nil {
 				// Each worker reserves from the graph's one pool, as

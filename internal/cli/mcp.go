@@ -113,7 +113,7 @@ func runMCPWorkspace(ctx context.Context, stdio IO, f mcpWorkspaceFlags) error {
 		return err
 	}
 	defer st.Close()
-	logger := slog.New(slog.NewTextHandler(stdio.Err, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	logger := warnLogger(stdio.Err)
 	srv, err := mcpserver.NewWorkspace(st, mcpserver.WorkspaceOptions{
 		Turn:    turn,
 		Files:   &workspace.FileOptions{ReadOnlyKnowledge: f.readOnlyKnowledge},

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"errors"
-	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -38,7 +37,7 @@ but the MCP stdio transport; logs go to stderr.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			logger := slog.New(slog.NewTextHandler(stdio.Err, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			logger := warnLogger(stdio.Err)
 			err := coordmcp.Relay(ctx, args[0], stdio.In, machine(stdio.Out), coordmcp.RelayOptions{Logger: logger, Version: Version})
 			switch {
 			case err == nil || ctx.Err() != nil:

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"maps"
 	"math"
 	"os"
@@ -358,7 +357,7 @@ none or its journal lost part of it, 2 on usage errors.`,
 				// through agentrt mcp coordination RUN-DIR, a relay to the
 				// endpoint this process serves while the run is live.
 				hb, err := coordmcp.NewHarnessBrain(mgr, provider, coordmcp.HarnessOptions{Store: s, Version: Version,
-					Logger: slog.New(slog.NewTextHandler(stdio.Err, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+					Logger: warnLogger(stdio.Err)})
 				if err != nil {
 					return usage("%v", err)
 				}
@@ -400,6 +399,7 @@ none or its journal lost part of it, 2 on usage errors.`,
 				OnDriverAttempt: func(a supervise.DriverAttempt) {
 					progressDriverAttempt(stdio.Err, a)
 				},
+				Logger: warnLogger(stdio.Err),
 			}
 			if peerMail {
 				o.PeerMail = &supervise.PeerMail{}
