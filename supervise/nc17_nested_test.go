@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentrt/agentrt/internal/journaltest"
 	"github.com/agentrt/agentrt/kernel"
+	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/supervise"
 )
@@ -196,5 +197,418 @@ func TestNC17CancelOpenAtKillAppliesToReDrivenLead(t *testing.T) {
 				t.Errorf("terminated (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// stopCode is the refusal code of a Stop, "" when it stopped.
+func nc17StopCode(c *supervise.Coordinator) string {
+	_, err := c.Stop(supervise.StopArgs{})
+	var vr *supervise.VerbRefusal
+	if errors.As(err, &vr) {
+		return vr.Code
+	}
+	if err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+// §3.6 Questions ("Blocking undecided questions make stop refuse
+// (unresolved-blocking-questions)"), §15 behaviour 54, at depth: a
+// grandchild's blocks-run question holds its lead's stop while the lead
+// has not decided it, and still once the lead escalated it to the root
+// and the root has not decided it there; it holds the root's stop too
+// while it waits there; the root's answer reaches the grandchild and
+// then the lead's stop goes through.
+func TestNC17StopRefusedWhileGrandchildQuestionUndecided(t *testing.T) {
+	exec := supervise.ExecutorFunc(func(ctx context.Context, w supervise.Work) (supervise.WorkResult, error) {
+		d, err := w.Ask(ctx, supervise.AskArgs{Level: "worker", Question: "which database?", Reason: "schema", Urgency: supervise.UrgencyBlocksRun})
+		if err != nil {
+			return supervise.WorkResult{}, err
+		}
+		return supervise.WorkResult{Text: "used " + d.Answer + " DONE", Spent: zeroSpent()}, nil
+	})
+	escalated, answered := make(chan struct{}), make(chan struct{})
+	var leadStops []string
+	lead := goLead(func(ctx context.Context, c *supervise.Coordinator, task string) (supervise.BrainReport, error) {
+		if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: "ask"}); err != nil {
+			return supervise.BrainReport{}, err
+		}
+		q, err := awaitQuestion(ctx, c)
+		if err != nil {
+			return supervise.BrainReport{}, err
+		}
+		leadStops = append(leadStops, nc17StopCode(c))
+		if _, err := c.AnswerQuestion(ctx, supervise.AnswerArgs{QuestionID: q.ID, EscalateTo: "parent"}); err != nil {
+			return supervise.BrainReport{}, err
+		}
+		leadStops = append(leadStops, nc17StopCode(c))
+		close(escalated)
+		select {
+		case <-answered:
+		case <-time.After(waitLimit):
+			return supervise.BrainReport{}, errors.New("the root did not answer in time")
+		}
+		if _, err := c.Await(ctx, supervise.AwaitArgs{Kinds: []string{supervise.EventSettled}, TimeoutMS: 60000}); err != nil {
+			return supervise.BrainReport{}, err
+		}
+		leadStops = append(leadStops, nc17StopCode(c))
+		return supervise.BrainReport{Text: "lead DONE"}, nil
+	})
+	var rootStops []string
+	root := supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, task string) (supervise.BrainReport, error) {
+		sp, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "lead", Task: "lead"})
+		if err != nil {
+			return supervise.BrainReport{}, err
+		}
+		q, err := awaitQuestion(ctx, c)
+		if err != nil {
+			return supervise.BrainReport{}, err
+		}
+		select {
+		case <-escalated:
+		case <-time.After(waitLimit):
+			return supervise.BrainReport{}, errors.New("the lead did not escalate in time")
+		}
+		rootStops = append(rootStops, nc17StopCode(c))
+		if res, err := c.AnswerQuestion(ctx, supervise.AnswerArgs{QuestionID: q.ID, Answer: "postgres"}); err != nil || !res.Delivered {
+			return supervise.BrainReport{}, errors.Join(err, errors.New("the root's answer was not delivered"))
+		}
+		close(answered)
+		for {
+			ev, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60000})
+			if err != nil {
+				return supervise.BrainReport{}, err
+			}
+			if ev.Idle || (ev.Event != nil && ev.Event.WorkerID == sp.WorkerID) {
+				return supervise.BrainReport{Text: "root done"}, nil
+			}
+		}
+	})
+	o := nestedOptions(t, exec, nil, nil)
+	o.Brain = root
+	o.BudgetExempt = true
+	o.ManagerBrain = func(*profile.Profile) supervise.Brain { return lead }
+	o.RunDir = t.TempDir()
+	res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "ship", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const refused = "unresolved-blocking-questions"
+	if diff := cmp.Diff([]string{refused, refused, ""}, leadStops); diff != "" {
+		t.Errorf("the lead's stops (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{refused}, rootStops); diff != "" {
+		t.Errorf("the root's stops (-want +got):\n%s", diff)
+	}
+	for _, n := range res.Tree {
+		if n.ID == "run1:s1:s2" && (n.State != supervise.StateDone || !n.Delivered) {
+			t.Errorf("grandchild %+v, want done and delivered", n)
+		}
+	}
+}
+
+// §3.6 Questions, §15 behaviour 54: a grandchild's blocks-run question
+// its lead escalated to the root and then left undecided when it ended
+// (its brain returned: its children are cancelled) is waited for by
+// nobody: at the root it expires, holds no stop, and an answer to it is
+// not delivered.
+func TestNC17QuestionUnansweredAtLeadEndExpiresAtRoot(t *testing.T) {
+	exec := supervise.ExecutorFunc(func(ctx context.Context, w supervise.Work) (supervise.WorkResult, error) {
+		d, err := w.Ask(ctx, supervise.AskArgs{Level: "worker", Question: "which database?", Reason: "schema", Urgency: supervise.UrgencyBlocksRun})
+		if err != nil {
+			return supervise.WorkResult{}, err
+		}
+		return supervise.WorkResult{Text: "used " + d.Answer + " DONE", Spent: zeroSpent()}, nil
+	})
+	leadEnded := make(chan struct{})
+	lead := goLead(func(ctx context.Context, c *supervise.Coordinator, task string) (supervise.BrainReport, error) {
+		if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: "ask"}); err != nil {
+			return supervise.BrainReport{}, err
+		}
+		q, err := awaitQuestion(ctx, c)
+		if err != nil {
+			return supervise.BrainReport{}, err
+		}
+		if _, err := c.AnswerQuestion(ctx, supervise.AnswerArgs{QuestionID: q.ID, EscalateTo: "parent"}); err != nil {
+			return supervise.BrainReport{}, err
+		}
+		return supervise.BrainReport{Text: "lead DONE"}, nil
+	})
+	var stop string
+	var ans supervise.AnswerResult
+	var status string
+	root := supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, task string) (supervise.BrainReport, error) {
+		sp, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "lead", Task: "lead"})
+		if err != nil {
+			return supervise.BrainReport{}, err
+		}
+		q, err := awaitQuestion(ctx, c)
+		if err != nil {
+			return supervise.BrainReport{}, err
+		}
+		for {
+			ev, err := c.Await(ctx, supervise.AwaitArgs{Kinds: []string{supervise.EventSettled}, TimeoutMS: 60000})
+			if err != nil {
+				return supervise.BrainReport{}, err
+			}
+			if ev.Idle || ev.Event == nil || ev.Event.WorkerID == sp.WorkerID {
+				break
+			}
+		}
+		close(leadEnded)
+		for _, x := range c.ListQuestions().Questions {
+			if x.ID == q.ID {
+				status = x.Status
+			}
+		}
+		if ans, err = c.AnswerQuestion(ctx, supervise.AnswerArgs{QuestionID: q.ID, Answer: "postgres"}); err != nil {
+			return supervise.BrainReport{}, err
+		}
+		stop = nc17StopCode(c)
+		return supervise.BrainReport{Text: "root done"}, nil
+	})
+	o := nestedOptions(t, exec, nil, nil)
+	o.Brain = root
+	o.BudgetExempt = true
+	o.ManagerBrain = func(*profile.Profile) supervise.Brain { return lead }
+	o.RunDir = t.TempDir()
+	if _, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "ship", o); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-leadEnded:
+	default:
+		t.Fatal("the root never saw the lead end")
+	}
+	if status != "expired" || ans.Delivered || stop != "" {
+		t.Errorf("at the root after the lead ended: question %q, answer %+v, stop %q; want expired, not delivered, stopped", status, ans, stop)
+	}
+}
+
+// §3.6 keyed spawns ("started without terminal receipt → refused
+// in-doubt"), spendGaps ("A never-settled node is charged at its budget
+// ceiling"), §15 behaviours 40, 43, 44, at depth: a lead's keyed writer
+// whose spawn record landed when the process was killed (before its
+// answer) stays in doubt on resume — the re-driven lead's same keyed
+// spawn is refused in-doubt — and the result charges it its ceiling
+// exactly once: one never-settled gap naming it, the run's tokens its
+// 1,000-token ceiling, the run's pool conserved.
+func TestNC17NestedKeyedSpawnInDoubtChargedOnce(t *testing.T) {
+	dir := t.TempDir()
+	run := func(resume bool) (supervise.SupervisedResult, error, ledger.Readout) {
+		writerRan := make(chan struct{}, 1)
+		var spawnErr error
+		exec := supervise.ExecutorFunc(func(ctx context.Context, w supervise.Work) (supervise.WorkResult, error) {
+			writerRan <- struct{}{}
+			<-ctx.Done()
+			return supervise.WorkResult{Spent: zeroSpent()}, context.Cause(ctx)
+		})
+		lead := goLead(func(ctx context.Context, c *supervise.Coordinator, task string) (supervise.BrainReport, error) {
+			_, spawnErr = c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: "hang", Label: "w", Key: "w1"})
+			if spawnErr != nil {
+				return supervise.BrainReport{Text: "lead DONE"}, nil
+			}
+			<-ctx.Done()
+			return supervise.BrainReport{}, context.Cause(ctx)
+		})
+		var readout ledger.Readout
+		root := supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, task string) (supervise.BrainReport, error) {
+			sp, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "lead", Task: "lead", Label: "lead", Key: "lead", Budget: leadGrant(3000, 4, 0.3)})
+			if err != nil {
+				return supervise.BrainReport{}, err
+			}
+			if !resume {
+				select {
+				case <-writerRan:
+				case <-time.After(waitLimit):
+					return supervise.BrainReport{}, errors.New("the writer did not run in time")
+				}
+				return supervise.BrainReport{Text: "root done"}, nil // the run's end cancels the tree
+			}
+			for {
+				ev, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60000})
+				if err != nil {
+					return supervise.BrainReport{}, err
+				}
+				if ev.Idle || (ev.Event != nil && ev.Event.WorkerID == sp.WorkerID) {
+					readout = c.Readout()
+					return supervise.BrainReport{Text: "root done"}, nil
+				}
+			}
+		})
+		o := nestedOptions(t, exec, nil, nil)
+		o.Brain = root
+		o.BudgetExempt = true
+		o.ManagerBrain = func(*profile.Profile) supervise.Brain { return lead }
+		o.RunDir, o.Resume = dir, resume
+		res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "ship", o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res, spawnErr, readout
+	}
+	if _, err, _ := run(false); err != nil {
+		t.Fatalf("the first process's keyed spawn: %v", err)
+	}
+	journaltest.KeepThrough(t, dir, supervise.KindSpawned, 2) // the lead's, then its writer's: no answer
+	res, spawnErr, readout := run(true)
+	var r *supervise.Refusal
+	if !errors.As(spawnErr, &r) || r.Code != supervise.CodeInDoubt {
+		t.Errorf("the re-driven lead's keyed spawn: %v, want in-doubt", spawnErr)
+	}
+	const writer = supervise.NodeID("run1:s1:s2")
+	var gaps []supervise.SpendGap
+	for _, g := range res.SpendGaps {
+		if g.ID == writer {
+			gaps = append(gaps, g)
+		}
+	}
+	if len(gaps) != 1 || gaps[0].Kind != supervise.GapNeverSettled {
+		t.Errorf("spend gaps %+v, want one never-settled gap naming %s", res.SpendGaps, writer)
+	}
+	if res.Spent.Tokens != 1000 || res.Spent.TokensKnown || res.Spent.Iterations != 1 || res.Spent.MicroUSD != 100_000 {
+		t.Errorf("spent %+v, want the writer's ceiling once: 1,000 tokens, 1 iteration, $0.10, tokens not known", res.Spent)
+	}
+	checkConservedReadout(t, readout)
+	if ch := readout.Channels["tokens"]; ch.Committed != 1000 {
+		t.Errorf("the run's pool committed %d tokens once the lead settled, want 1,000 (the writer's ceiling, once)", ch.Committed)
+	}
+}
+
+// nc17Ack polls the run dir, at most waitLimit, for the acknowledgement
+// of steer op whose effect is not unknown.
+func nc17Ack(ctx context.Context, dir, op string) (supervise.SteerAck, error) {
+	deadline := time.Now().Add(waitLimit)
+	for time.Now().Before(deadline) {
+		ack, err := supervise.ReadSteerAck(ctx, dir, op)
+		if err != nil {
+			return supervise.SteerAck{}, err
+		}
+		if ack != nil && ack.Effect != supervise.SteerUnknown {
+			return *ack, nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return supervise.SteerAck{}, errors.New("no acknowledgement of " + op + " in time")
+}
+
+// nc17Cancelled polls, at most waitLimit, for cancellation op's record
+// to end (cancelled or not_live).
+func nc17Cancelled(ctx context.Context, dir, op string) (supervise.WorkerCancellation, error) {
+	deadline := time.Now().Add(waitLimit)
+	for time.Now().Before(deadline) {
+		rec, err := supervise.ReadWorkerCancellation(ctx, dir, op)
+		if err == nil && (rec.Effect == kernel.EffectCancelled || rec.Effect == kernel.EffectNotLive) {
+			return rec, nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return supervise.WorkerCancellation{}, errors.New("cancellation " + op + " did not end in time")
+}
+
+// §3.6 Cancellation ("exact node ids route at any depth; labels/profile
+// names are resolved by the root manager against its direct children"),
+// Steering, §15 behaviours 48, 49, through the run dir: a grandchild's
+// label resolves to nothing (a steer to it is refused, a cancel of it
+// never applies and ends unknown), a settled grandchild's exact id is
+// not_live, a live one's exact id cancels exactly it — its lead lives on.
+func TestNC17RunDirRoutingAtDepth(t *testing.T) {
+	exec := supervise.ExecutorFunc(func(ctx context.Context, w supervise.Work) (supervise.WorkResult, error) {
+		if w.Task == "hang" {
+			<-ctx.Done()
+			return supervise.WorkResult{Spent: zeroSpent()}, context.Cause(ctx)
+		}
+		return supervise.WorkResult{Text: "quick DONE", Spent: zeroSpent()}, nil
+	})
+	ready := make(chan struct{})
+	lead := goLead(func(ctx context.Context, c *supervise.Coordinator, task string) (supervise.BrainReport, error) {
+		if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: "quick", Label: "done1"}); err != nil {
+			return supervise.BrainReport{}, err
+		}
+		if _, err := c.Await(ctx, supervise.AwaitArgs{Kinds: []string{supervise.EventSettled}, TimeoutMS: 60000}); err != nil {
+			return supervise.BrainReport{}, err
+		}
+		if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: "hang", Label: "deep"}); err != nil {
+			return supervise.BrainReport{}, err
+		}
+		close(ready)
+		if _, err := c.Await(ctx, supervise.AwaitArgs{Kinds: []string{supervise.EventSettled}, TimeoutMS: 60000}); err != nil {
+			return supervise.BrainReport{}, err
+		}
+		return supervise.BrainReport{Text: "lead DONE"}, nil
+	})
+	var acks []supervise.SteerEffect
+	var byID supervise.WorkerCancellation
+	root := supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, task string) (supervise.BrainReport, error) {
+		sp, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "lead", Task: "lead", Label: "lead", Budget: leadGrant(3000, 4, 0.3)})
+		if err != nil {
+			return supervise.BrainReport{}, err
+		}
+		select {
+		case <-ready:
+		case <-time.After(waitLimit):
+			return supervise.BrainReport{}, errors.New("the lead did not spawn in time")
+		}
+		for op, worker := range map[string]string{"steer-label": "done1", "steer-settled": "run1:s1:s2"} {
+			if _, err := supervise.WriteWorkerSteer(ctx, c.RunDir(), worker, supervise.WorkerSteer{OperationID: op, Message: "hurry"}); err != nil {
+				return supervise.BrainReport{}, err
+			}
+		}
+		for _, op := range []string{"steer-label", "steer-settled"} {
+			ack, err := nc17Ack(ctx, c.RunDir(), op)
+			if err != nil {
+				return supervise.BrainReport{}, err
+			}
+			acks = append(acks, ack.Effect)
+		}
+		if _, err := supervise.CancelWorker(ctx, c.RunDir(), "deep", "cancel-label", supervise.CancelOptions{}); err != nil {
+			return supervise.BrainReport{}, err
+		}
+		if _, err := supervise.CancelWorker(ctx, c.RunDir(), "run1:s1:s3", "cancel-id", supervise.CancelOptions{}); err != nil {
+			return supervise.BrainReport{}, err
+		}
+		if byID, err = nc17Cancelled(ctx, c.RunDir(), "cancel-id"); err != nil {
+			return supervise.BrainReport{}, err
+		}
+		for {
+			ev, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60000})
+			if err != nil {
+				return supervise.BrainReport{}, err
+			}
+			if ev.Idle || (ev.Event != nil && ev.Event.WorkerID == sp.WorkerID) {
+				return supervise.BrainReport{Text: "root done"}, nil
+			}
+		}
+	})
+	o := nestedOptions(t, exec, nil, nil)
+	o.Brain = root
+	o.BudgetExempt = true
+	o.ManagerBrain = func(*profile.Profile) supervise.Brain { return lead }
+	o.RunDir = t.TempDir()
+	res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "ship", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]supervise.SteerEffect{supervise.SteerRefused, supervise.SteerNotLive}, acks); diff != "" {
+		t.Errorf("steer effects, grandchild label then settled grandchild id (-want +got):\n%s", diff)
+	}
+	if byID.Effect != kernel.EffectCancelled || !cmp.Equal([]supervise.NodeID{"run1:s1:s3"}, byID.Terminated) {
+		t.Errorf("cancel by the grandchild's id: %+v, want cancelled, terminated [run1:s1:s3]", byID)
+	}
+	byLabel, err := supervise.ReadWorkerCancellation(context.Background(), o.RunDir, "cancel-label")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if byLabel.Effect != kernel.EffectUnknown || byLabel.WorkerID != "" || len(byLabel.Terminated) != 0 {
+		t.Errorf("cancel by the grandchild's label: %+v, want unknown, resolved to no worker", byLabel)
+	}
+	states := map[supervise.NodeID]supervise.State{}
+	for _, n := range res.Tree {
+		states[n.ID] = n.State
+	}
+	want := map[supervise.NodeID]supervise.State{"run1:s1": supervise.StateDone, "run1:s1:s2": supervise.StateDone, "run1:s1:s3": supervise.StateCancelled}
+	if diff := cmp.Diff(want, states); diff != "" {
+		t.Errorf("states (-want +got):\n%s", diff)
 	}
 }
