@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -610,5 +612,147 @@ func TestNC17RunDirRoutingAtDepth(t *testing.T) {
 	want := map[supervise.NodeID]supervise.State{"run1:s1": supervise.StateDone, "run1:s1:s2": supervise.StateDone, "run1:s1:s3": supervise.StateCancelled}
 	if diff := cmp.Diff(want, states); diff != "" {
 		t.Errorf("states (-want +got):\n%s", diff)
+	}
+}
+
+// nc17KeepLines truncates dir's spawn journal to its first n records
+// and returns how many it held.
+func nc17KeepLines(t *testing.T, dir string, n int) int {
+	t.Helper()
+	path := filepath.Join(dir, supervise.SpawnJournalFile)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	if len(lines) > 0 && len(lines[len(lines)-1]) == 0 {
+		lines = lines[:len(lines)-1]
+	}
+	if n < len(lines) {
+		if err := os.WriteFile(path, bytes.Join(lines[:n], nil), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return len(lines)
+}
+
+// §3.6 "Node ids are deterministic <parent>:s<seq>"; "scope.next()
+// delivers settlements strictly in recorded seq order"; keyed spawns
+// across restarts; §15 behaviours 44, 46, at depth, killed after every
+// journal record: a replay-safe caller-owned lead spawns keyed alpha,
+// awaits it, spawns keyed beta, awaits it (making the same calls again
+// when driven again). Resumed from each cut, the
+// ids are the uninterrupted run's (seq continues, never restarts; a
+// worker the cut left in doubt stops the lead, so fewer), the lead's
+// awaits return its own children's settlements, each once, in spawn
+// order, and the run's pool is conserved.
+func TestNC17NestedSeqAndOrderFromEveryCut(t *testing.T) {
+	type outcome struct {
+		ids    []supervise.NodeID
+		events []supervise.NodeID
+	}
+	run := func(dir string, resume bool) outcome {
+		exec := supervise.ExecutorFunc(func(ctx context.Context, w supervise.Work) (supervise.WorkResult, error) {
+			one, ten := int64(1), int64(10)
+			return supervise.WorkResult{Text: w.Task + " DONE", Spent: ledger.Spend{Tokens: &ten, Iterations: &one, MicroUSD: &ten}}, nil
+		})
+		var mu sync.Mutex
+		var events []supervise.NodeID
+		got := func(id supervise.NodeID) {
+			mu.Lock()
+			events = append(events, id)
+			mu.Unlock()
+		}
+		lead := goLead(func(ctx context.Context, c *supervise.Coordinator, task string) (supervise.BrainReport, error) {
+			for _, w := range []string{"alpha", "beta"} {
+				sp, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: w, Label: w, Key: w})
+				var r *supervise.Refusal
+				if errors.As(err, &r) && r.Code == supervise.CodeInDoubt {
+					return supervise.BrainReport{Text: "lead stopped at " + w}, nil
+				}
+				if err != nil {
+					return supervise.BrainReport{}, err
+				}
+				// Replay-safe: the same calls as the first run. A spawn
+				// its key finds completed is awaited too: the resumed
+				// run replays its settlement to this lead in the order
+				// recorded.
+				if sp.Resumed == supervise.ResumedCompleted && sp.WorkerID == "" {
+					return supervise.BrainReport{}, fmt.Errorf("the completed spawn of %s names no worker", w)
+				}
+				ev, err := c.Await(ctx, supervise.AwaitArgs{Kinds: []string{supervise.EventSettled}, TimeoutMS: 60000})
+				if err != nil {
+					return supervise.BrainReport{}, err
+				}
+				if ev.Event == nil {
+					return supervise.BrainReport{}, fmt.Errorf("the lead's await for %s returned no event: %+v", sp.WorkerID, ev)
+				}
+				got(ev.Event.WorkerID)
+			}
+			return supervise.BrainReport{Text: "lead DONE"}, nil
+		})
+		var readout ledger.Readout
+		root := supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, task string) (supervise.BrainReport, error) {
+			var r *supervise.Refusal
+			if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: "sibling", Label: "sib", Key: "sib"}); err != nil && !(errors.As(err, &r) && r.Code == supervise.CodeInDoubt) {
+				return supervise.BrainReport{}, err
+			}
+			tokens, iterations := int64(3000), int64(4)
+			sp, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "lead", Task: "lead", Label: "lead", Key: "lead",
+				Budget: &supervise.SpawnBudget{Tokens: &tokens, Iterations: &iterations}})
+			if err != nil {
+				return supervise.BrainReport{}, err
+			}
+			for sp.Resumed != supervise.ResumedCompleted {
+				ev, err := c.Await(ctx, supervise.AwaitArgs{Kinds: []string{supervise.EventSettled}, TimeoutMS: 60000})
+				if err != nil {
+					return supervise.BrainReport{}, err
+				}
+				if ev.Idle || ev.Event == nil || ev.Event.WorkerID == sp.WorkerID {
+					break
+				}
+			}
+			readout = c.Readout()
+			return supervise.BrainReport{Text: "root done"}, nil
+		})
+		o := nestedOptions(t, exec, nil, nil)
+		o = uncappedUSD(o) // a worker a cut leaves in doubt is charged its ceiling: no dollar ceiling to taint
+		o.Brain = root
+		o.ManagerBrain = func(*profile.Profile) supervise.Brain { return lead }
+		o.RunDir, o.Resume = dir, resume
+		res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "ship", o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkConservedReadout(t, readout)
+		var out outcome
+		for _, n := range res.Tree {
+			out.ids = append(out.ids, n.ID)
+		}
+		mu.Lock()
+		out.events = events
+		mu.Unlock()
+		return out
+	}
+	full := t.TempDir()
+	want := run(full, false)
+	if diff := cmp.Diff(outcome{ids: []supervise.NodeID{"run1:s1", "run1:s2", "run1:s2:s3", "run1:s2:s4"},
+		events: []supervise.NodeID{"run1:s2:s3", "run1:s2:s4"}}, want, cmp.AllowUnexported(outcome{})); diff != "" {
+		t.Fatalf("uninterrupted (-want +got):\n%s", diff)
+	}
+	total := nc17KeepLines(t, full, 1<<30)
+	for n := 1; n < total; n++ {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			dir := t.TempDir()
+			journaltest.CopyRunDir(t, full, dir)
+			nc17KeepLines(t, dir, n)
+			got := run(dir, true)
+			if len(got.ids) > len(want.ids) || !slices.Equal(want.ids[:len(got.ids)], got.ids) {
+				t.Errorf("tree ids %v, want a prefix of the uninterrupted %v", got.ids, want.ids)
+			}
+			if len(got.events) > len(want.events) || !slices.Equal(want.events[:len(got.events)], got.events) {
+				t.Errorf("the resumed lead's settlements %v, want a prefix of %v", got.events, want.events)
+			}
+		})
 	}
 }
