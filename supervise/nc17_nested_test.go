@@ -756,3 +756,250 @@ func TestNC17NestedSeqAndOrderFromEveryCut(t *testing.T) {
 		})
 	}
 }
+
+// §3.6 maxDepth, nested managers' carved pools, §15 behaviours 36, 38, at
+// depth 3 with MaxDepth 3: root → lead (depth 1) → sub-lead (depth 2) →
+// writers and a sub-sub-lead (depth 3, exactly at the bound, admitted);
+// the sub-sub-lead's own spawn (depth 4, one past) is refused
+// depth-exceeded and reserves nothing from its carved pool; the
+// sub-lead's carved pool running out of iterations refuses its third
+// writer budget-exhausted without ending the run (a winner); the
+// sub-lead's carved pool is conserved and its committed tokens are what
+// its children's settlements were charged.
+func TestNC17DepthThreeBoundAndNestedExhaustion(t *testing.T) {
+	exec := supervise.ExecutorFunc(func(ctx context.Context, w supervise.Work) (supervise.WorkResult, error) {
+		one, ten := int64(1), int64(10)
+		return supervise.WorkResult{Text: w.Task + " DONE", Spent: ledger.Spend{Tokens: &ten, Iterations: &one, MicroUSD: &ten}}, nil
+	})
+	var mu sync.Mutex
+	var refusals []string
+	refused := func(err error) error {
+		var r *supervise.Refusal
+		if !errors.As(err, &r) {
+			return err
+		}
+		mu.Lock()
+		refusals = append(refusals, string(r.Code))
+		mu.Unlock()
+		return nil
+	}
+	var subCarve, subsubBefore, subsubAfter ledger.Readout
+	var subTokens int64
+	awaitOne := func(ctx context.Context, c *supervise.Coordinator) error {
+		ev, err := c.Await(ctx, supervise.AwaitArgs{Kinds: []string{supervise.EventSettled}, TimeoutMS: 60000})
+		if err == nil && ev.Event == nil {
+			err = fmt.Errorf("await returned no settlement: %+v", ev)
+		}
+		return err
+	}
+	lead := goLead(func(ctx context.Context, c *supervise.Coordinator, task string) (supervise.BrainReport, error) {
+		switch task {
+		case "lead the team":
+			if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "lead", Task: "sub", Budget: leadGrant(3000, 2, 0.3)}); err != nil {
+				return supervise.BrainReport{}, err
+			}
+			if err := awaitOne(ctx, c); err != nil {
+				return supervise.BrainReport{}, err
+			}
+			r, _ := c.CarvedReadout("run1:s1:s2")
+			mu.Lock()
+			subCarve = r
+			mu.Unlock()
+			return supervise.BrainReport{Text: "lead DONE"}, nil
+		case "sub":
+			for _, a := range []supervise.SpawnArgs{
+				{Profile: "writer", Task: "w1"},
+				{Profile: "lead", Task: "subsub", Budget: leadGrant(500, 1, 0.05)},
+				{Profile: "writer", Task: "w2"},
+			} {
+				if _, err := c.Spawn(ctx, a); err != nil {
+					return supervise.BrainReport{}, err
+				}
+				if err := awaitOne(ctx, c); err != nil {
+					return supervise.BrainReport{}, err
+				}
+			}
+			_, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: "w3"})
+			if err == nil {
+				return supervise.BrainReport{}, errors.New("w3 admitted past the sub-lead's two iterations")
+			}
+			if err := refused(err); err != nil {
+				return supervise.BrainReport{}, err
+			}
+			return supervise.BrainReport{Text: "sub DONE"}, nil
+		default: // subsub, depth 3
+			before, _ := c.CarvedReadout(c.Self())
+			_, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: "w4"})
+			if err == nil {
+				return supervise.BrainReport{}, errors.New("a depth-4 writer admitted under MaxDepth 3")
+			}
+			if err := refused(err); err != nil {
+				return supervise.BrainReport{}, err
+			}
+			after, _ := c.CarvedReadout(c.Self())
+			mu.Lock()
+			subsubBefore, subsubAfter = before, after
+			mu.Unlock()
+			return supervise.BrainReport{Text: "subsub DONE"}, nil
+		}
+	})
+	o := nestedOptions(t, exec, nil, nil)
+	o.Brain = rootBrainLeadGranted(t, leadGrant(6000, 6, 0.6), nil)
+	o.ManagerBrain = func(*profile.Profile) supervise.Brain { return lead }
+	o.MaxDepth = 3
+	o.RunDir = t.TempDir()
+	res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "ship", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range res.Tree {
+		if n.State != supervise.StateDone {
+			t.Errorf("node %s %s: %s", n.ID, n.State, n.Reason)
+		}
+	}
+	if res.Status != supervise.StatusWinner {
+		t.Errorf("status %s reason %s, want a winner: a nested pool running out is not the run's", res.Status, res.Reason)
+	}
+	if diff := cmp.Diff([]string{"depth-exceeded", "budget-exhausted"}, refusals); diff != "" {
+		t.Errorf("refusals (-want +got):\n%s", diff)
+	}
+	var ids []supervise.NodeID
+	for _, n := range res.Tree {
+		ids = append(ids, n.ID)
+		if n.ID == "run1:s1:s2:s3" || n.ID == "run1:s1:s2:s4" || n.ID == "run1:s1:s2:s5" {
+			if n.Settlement != nil && n.Settlement.Spent.Tokens != nil {
+				subTokens += *n.Settlement.Spent.Tokens
+			}
+		}
+	}
+	if diff := cmp.Diff([]supervise.NodeID{"run1:s1", "run1:s1:s2", "run1:s1:s2:s3", "run1:s1:s2:s4", "run1:s1:s2:s5"}, ids); diff != "" {
+		t.Errorf("tree ids (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(subsubBefore.Channels, subsubAfter.Channels); diff != "" {
+		t.Errorf("the depth-exceeded spawn moved the sub-sub-lead's carved pool:\n%s", diff)
+	}
+	checkConservedReadout(t, subCarve)
+	if got := subCarve.Channels[ledger.ChannelTokens]; got.Total != 3000 || got.Committed != subTokens || got.Reserved != 0 {
+		t.Errorf("the sub-lead's carved tokens %+v, want total 3,000, committed %d (its children's settlements), nothing reserved", got, subTokens)
+	}
+	if got := subCarve.Channels[ledger.ChannelIterations]; got.Committed != 2 || got.Free != 0 {
+		t.Errorf("the sub-lead's carved iterations %+v, want 2 committed (w1, w2), none free", got)
+	}
+}
+
+// §3.6 nested managers' carved pools, Persistence & resume, §15
+// behaviours 36, 40, 46, at depth 3, killed after every journal record:
+// root → keyed lead → sub-lead → writers and a sub-sub-lead, each
+// awaited. Resumed from each cut — replay-safe caller-owned brains
+// making the same calls, refusals taken as answers — the run's pool and
+// the sub-lead's carved pool are conserved, and the carved pool's
+// committed tokens are what the sub-lead's children were charged: their
+// settlements, a child left in doubt its ceiling, each once.
+func TestNC17DepthThreeCarveFromEveryCut(t *testing.T) {
+	const sub = supervise.NodeID("run1:s1:s2")
+	grant := func(tokens, iterations int64) *supervise.SpawnBudget {
+		return &supervise.SpawnBudget{Tokens: &tokens, Iterations: &iterations}
+	}
+	type outcome struct {
+		run, carve ledger.Readout
+		carved     bool
+		tree       []supervise.WorkerSummary
+	}
+	run := func(dir string, resume bool) outcome {
+		exec := supervise.ExecutorFunc(func(ctx context.Context, w supervise.Work) (supervise.WorkResult, error) {
+			one, ten := int64(1), int64(10)
+			return supervise.WorkResult{Text: w.Task + " DONE", Spent: ledger.Spend{Tokens: &ten, Iterations: &one}}, nil
+		})
+		var mu sync.Mutex
+		var out outcome
+		spawnAwait := func(ctx context.Context, c *supervise.Coordinator, a supervise.SpawnArgs) error {
+			if _, err := c.Spawn(ctx, a); err != nil {
+				var r *supervise.Refusal
+				if errors.As(err, &r) {
+					return nil // an answer: the brain goes on
+				}
+				return err
+			}
+			_, err := c.Await(ctx, supervise.AwaitArgs{Kinds: []string{supervise.EventSettled}, TimeoutMS: 60000})
+			return err
+		}
+		lead := goLead(func(ctx context.Context, c *supervise.Coordinator, task string) (supervise.BrainReport, error) {
+			var args []supervise.SpawnArgs
+			switch task {
+			case "lead":
+				args = []supervise.SpawnArgs{{Profile: "lead", Task: "sub", Budget: grant(3000, 3)}}
+			case "sub":
+				args = []supervise.SpawnArgs{{Profile: "writer", Task: "w1"}, {Profile: "lead", Task: "subsub", Budget: grant(500, 1)},
+					{Profile: "writer", Task: "w2"}}
+			default:
+				args = []supervise.SpawnArgs{{Profile: "writer", Task: "w4"}}
+			}
+			for _, a := range args {
+				if err := spawnAwait(ctx, c, a); err != nil {
+					return supervise.BrainReport{}, err
+				}
+			}
+			return supervise.BrainReport{Text: task + " DONE"}, nil
+		})
+		root := supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, task string) (supervise.BrainReport, error) {
+			if err := spawnAwait(ctx, c, supervise.SpawnArgs{Profile: "lead", Task: "lead", Key: "lead", Budget: grant(6000, 6)}); err != nil {
+				return supervise.BrainReport{}, err
+			}
+			r := c.Readout()
+			carve, ok := c.CarvedReadout(sub)
+			mu.Lock()
+			out.run, out.carve, out.carved = r, carve, ok
+			mu.Unlock()
+			return supervise.BrainReport{Text: "root done"}, nil
+		})
+		o := uncappedUSD(nestedOptions(t, exec, nil, nil))
+		o.Brain = root
+		o.ManagerBrain = func(*profile.Profile) supervise.Brain { return lead }
+		o.MaxDepth = 3
+		o.RunDir, o.Resume = dir, resume
+		res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "ship", o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		out.tree = res.Tree
+		return out
+	}
+	check := func(t *testing.T, got outcome) {
+		t.Helper()
+		checkConservedReadout(t, got.run)
+		if !got.carved {
+			t.Fatalf("the sub-lead %s has no carved pool", sub)
+		}
+		checkConservedReadout(t, got.carve)
+		var want int64
+		for _, n := range got.tree {
+			if n.Parent != sub {
+				continue
+			}
+			switch {
+			case n.Settlement != nil && n.Settlement.Spent.Tokens != nil:
+				want += *n.Settlement.Spent.Tokens
+			case n.Settlement != nil && n.Settlement.Spent.TokensFloor != nil:
+				want += max(*n.Settlement.Spent.TokensFloor, *n.Reserved.Tokens)
+			default:
+				want += *n.Reserved.Tokens
+			}
+		}
+		if c := got.carve.Channels[ledger.ChannelTokens]; c.Committed != want || c.Reserved != 0 {
+			t.Errorf("the sub-lead's carved tokens %+v, want %d committed (its children's charges), none reserved", c, want)
+		}
+	}
+	full := t.TempDir()
+	check(t, run(full, false))
+	total := nc17KeepLines(t, full, 1<<30)
+	for n := 1; n < total; n++ {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			dir := t.TempDir()
+			journaltest.CopyRunDir(t, full, dir)
+			nc17KeepLines(t, dir, n)
+			check(t, run(dir, true))
+		})
+	}
+}
