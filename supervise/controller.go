@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -409,11 +410,17 @@ func (c *Coordinator) checkWorkerCancels(ctx context.Context) {
 			c.journalControl(ctx, KindCancelRequested, info.ID, r)
 		} else {
 			// Its Terminated only grows: the nodes the earlier process
-			// saw end stay named, and are not named twice.
-			rec.Terminated = append(rec.Terminated, earlier.Terminated...)
+			// saw end, or its journal shows ending down after the
+			// request, stay named, and are not named twice.
+			// (cancelDown is written only by the replay, before the
+			// scans start.)
+			journaled := c.cancelDown[r.OperationID]
 			c.ctl.down[r.OperationID] = map[NodeID]bool{}
-			for _, id := range earlier.Terminated {
-				c.ctl.down[r.OperationID][id] = true
+			for _, id := range slices.Concat(earlier.Terminated, journaled) {
+				if !c.ctl.down[r.OperationID][id] {
+					c.ctl.down[r.OperationID][id] = true
+					rec.Terminated = append(rec.Terminated, id)
+				}
 			}
 		}
 		switch {

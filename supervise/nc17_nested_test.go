@@ -1003,3 +1003,55 @@ func TestNC17DepthThreeCarveFromEveryCut(t *testing.T) {
 		})
 	}
 }
+
+// §3.6 Cancellation (terminated[]: "node ids proven dead since the abort
+// was issued; grows monotonically"), across a kill: a lead's writer went
+// down under the abort and the process was killed before the lead's end
+// (the record file still cancel_requested, naming nothing yet). The
+// resumed run re-applies the request to the re-driven lead; its record
+// names the writer the journal shows went down after the request, as
+// well as what this process saw end — never fewer nodes than the
+// journal proves dead.
+func TestNC17CancelTerminatedKeepsJournaledSubtreeAcrossKill(t *testing.T) {
+	const op = "op-cancel-lead"
+	run := func(dir string, resume bool) {
+		started := make(chan supervise.NodeID, 4)
+		exec := supervise.ExecutorFunc(func(ctx context.Context, w supervise.Work) (supervise.WorkResult, error) {
+			<-ctx.Done()
+			return supervise.WorkResult{Spent: zeroSpent()}, context.Cause(ctx)
+		})
+		lead := goLead(func(ctx context.Context, c *supervise.Coordinator, task string) (supervise.BrainReport, error) {
+			if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: "hang", Label: "w"}); err != nil {
+				return supervise.BrainReport{}, err
+			}
+			started <- c.Self()
+			<-ctx.Done()
+			return supervise.BrainReport{}, context.Cause(ctx)
+		})
+		var got supervise.NodeID
+		o := nestedOptions(t, exec, nil, nil)
+		o.Brain = nc17CancelLeadRoot(started, op, 20*time.Second, &got)
+		o.BudgetExempt = true
+		o.ManagerBrain = func(*profile.Profile) supervise.Brain { return lead }
+		o.RunDir, o.Resume = dir, resume
+		if _, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "ship", o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	full := t.TempDir()
+	run(full, false)
+	const lead, writer = supervise.NodeID("run1:s1"), supervise.NodeID("run1:s1:s2")
+	dir := t.TempDir()
+	// Killed just after the writer's end (the first settlement).
+	if file, ended := nc17CutCancelAt(t, full, dir, op, lead, supervise.KindSettled, 1); file != kernel.EffectCancelRequested || ended {
+		t.Fatalf("the cut holds record %q, lead ended %v; want cancel_requested, not ended", file, ended)
+	}
+	run(dir, true)
+	rec, err := supervise.ReadWorkerCancellation(context.Background(), dir, op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Effect != kernel.EffectCancelled || !slices.Contains(rec.Terminated, writer) || !slices.Contains(rec.Terminated, lead) {
+		t.Errorf("resumed record %+v, want cancelled naming %s (down under the abort before the kill) and %s", rec, writer, lead)
+	}
+}
