@@ -398,7 +398,7 @@ func TestNC17QuestionUnansweredAtLeadEndExpiresAtRoot(t *testing.T) {
 // 1,000-token ceiling, the run's pool conserved.
 func TestNC17NestedKeyedSpawnInDoubtChargedOnce(t *testing.T) {
 	dir := t.TempDir()
-	run := func(resume bool) (supervise.SupervisedResult, error, ledger.Readout) {
+	run := func(resume bool) (supervise.SupervisedResult, ledger.Readout, error) {
 		writerRan := make(chan struct{}, 1)
 		var spawnErr error
 		exec := supervise.ExecutorFunc(func(ctx context.Context, w supervise.Work) (supervise.WorkResult, error) {
@@ -448,13 +448,13 @@ func TestNC17NestedKeyedSpawnInDoubtChargedOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return res, spawnErr, readout
+		return res, readout, spawnErr
 	}
-	if _, err, _ := run(false); err != nil {
+	if _, _, err := run(false); err != nil {
 		t.Fatalf("the first process's keyed spawn: %v", err)
 	}
 	journaltest.KeepThrough(t, dir, supervise.KindSpawned, 2) // the lead's, then its writer's: no answer
-	res, spawnErr, readout := run(true)
+	res, readout, spawnErr := run(true)
 	var r *supervise.Refusal
 	if !errors.As(spawnErr, &r) || r.Code != supervise.CodeInDoubt {
 		t.Errorf("the re-driven lead's keyed spawn: %v, want in-doubt", spawnErr)
