@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -374,15 +375,24 @@ func (c *Coordinator) checkWorkerCancels(ctx context.Context) {
 	c.ctl.pending = nil
 	for i, r := range append(pending, reqs...) {
 		c.ctl.mu.Lock()
+		// earlier is the record of a request an earlier process of this
+		// run issued the abort of (cancel_requested) and died before its
+		// target's end was observed: still open, so applied again here.
+		var earlier *WorkerCancellation
 		if i >= len(pending) {
 			if c.ctl.seen[r.OperationID] {
 				c.ctl.mu.Unlock()
 				continue
 			}
 			c.ctl.seen[r.OperationID] = true
-			if _, err := os.Stat(c.cancellationPath(r.OperationID)); err == nil {
-				c.ctl.mu.Unlock()
-				continue // resolved by an earlier process of this run
+			path := c.cancellationPath(r.OperationID)
+			if _, err := os.Stat(path); err == nil {
+				var prior WorkerCancellation
+				if readJSON(path, &prior) != nil || prior.Effect != kernel.EffectCancelRequested || prior.OperationID != r.OperationID {
+					c.ctl.mu.Unlock()
+					continue // resolved by an earlier process of this run
+				}
+				earlier = &prior
 			}
 		}
 		info, found := c.resolveWorker(r.Worker)
@@ -394,12 +404,38 @@ func (c *Coordinator) checkWorkerCancels(ctx context.Context) {
 			c.ctl.mu.Unlock()
 			continue
 		}
-		c.journalControl(ctx, KindCancelRequested, info.ID, r)
 		rec := &WorkerCancellation{OperationID: r.OperationID, Worker: r.Worker, RequestedAt: r.At, Reason: r.Reason,
 			WorkerID: info.ID, Terminated: []NodeID{}}
+		if earlier == nil {
+			c.journalControl(ctx, KindCancelRequested, info.ID, r)
+		} else {
+			// Its Terminated only grows: the nodes the earlier process
+			// saw end, or its journal shows ending down after the
+			// request, stay named, and are not named twice.
+			// (cancelDown is written only by the replay, before the
+			// scans start.)
+			journaled := c.cancelDown[r.OperationID]
+			c.ctl.down[r.OperationID] = map[NodeID]bool{}
+			for _, id := range slices.Concat(earlier.Terminated, journaled) {
+				if !c.ctl.down[r.OperationID][id] {
+					c.ctl.down[r.OperationID][id] = true
+					rec.Terminated = append(rec.Terminated, id)
+				}
+			}
+		}
 		switch {
 		case info.ID == c.scope.Root():
 			rec.Effect, rec.Detail = kernel.EffectUnknown, "the root is cancelled with CancelRun"
+		case earlier != nil && info.State.Terminal():
+			// Its end was journaled before the earlier process could
+			// write the record: that end answers the abort.
+			rec.Effect, rec.Detail = kernel.EffectNotLive, "the worker settled "+string(info.State)+" despite the abort"
+			if info.State == StateCancelled || info.State == StateFailed {
+				if !c.ctl.down[r.OperationID][info.ID] {
+					rec.Terminated = append(rec.Terminated, info.ID)
+				}
+				rec.Effect, rec.Detail = kernel.EffectCancelled, ""
+			}
 		case info.InDoubt || info.NeverSettled:
 			// Started by an earlier process of the run with no terminal
 			// record: it may still run elsewhere, and this run cannot
@@ -410,6 +446,9 @@ func (c *Coordinator) checkWorkerCancels(ctx context.Context) {
 		default:
 			rec.Effect = kernel.EffectCancelRequested
 			c.ctl.open[r.OperationID] = rec
+		}
+		if rec.Effect != kernel.EffectCancelRequested {
+			delete(c.ctl.down, r.OperationID)
 		}
 		c.writeCancellationLocked(ctx, rec)
 		// rec is open to cancelObserved once the lock is released: its

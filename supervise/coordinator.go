@@ -189,7 +189,12 @@ type core struct {
 	// journaled, by the tool call that made them (replayQuestions): that
 	// call, run again, gets its outcome back (rerunEscalation).
 	escalatedCalls map[string]EscalationRecord
-	exhausted      bool
+	// cancelDown is, per worker cancellation an earlier process
+	// journaled the request of, the nodes of its target's subtree the
+	// journal shows ending down after it, in order (replayRecords): an
+	// open request applied again names them (checkWorkerCancels).
+	cancelDown map[string][]NodeID
+	exhausted  bool
 	// breaker is the restart-intensity breaker (nil when off); tripped
 	// is its trip and abortWhy a caller's abort (RootHandle.Abort), once
 	// either ended the run, here or in the journal an earlier process
@@ -2135,6 +2140,7 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 	// and the whole run. A recovered execution that ended cancelled is
 	// the worker's outcome only if someone asked (see recoverInDoubt).
 	cancelAsked := map[NodeID]bool{}
+	cancelTargets := map[string]NodeID{} // by operation id
 	runCancelAsked := false
 	managers := map[NodeID]bool{} // the nested managers spawned
 	var openTurns []string        // driver turns opened, in order
@@ -2249,9 +2255,22 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 				c.progress.noteSettled(sample(r.Node, at, st.State, w.delivered, score))
 			}
 			c.publishReplayed(w, st.State)
+			if st.State == StateCancelled || st.State == StateFailed {
+				for op, target := range cancelTargets {
+					if r.Node == target || strings.HasPrefix(string(r.Node), string(target)+":s") {
+						if c.cancelDown == nil {
+							c.cancelDown = map[string][]NodeID{}
+						}
+						c.cancelDown[op] = append(c.cancelDown[op], r.Node)
+					}
+				}
+			}
 		case KindCancelRequested:
 			if r.Node != "" {
 				cancelAsked[r.Node] = true
+				if v, ok := canonjson.Resolve(r.Data, "/operationId"); ok && v.Str() != "" {
+					cancelTargets[v.Str()] = r.Node
+				}
 			}
 		case KindRunCancelRequested:
 			runCancelAsked = true
