@@ -434,7 +434,7 @@ func (c *Coordinator) checkWorkerCancels(ctx context.Context) {
 				if !c.ctl.down[r.OperationID][info.ID] {
 					rec.Terminated = append(rec.Terminated, info.ID)
 				}
-				rec.Effect, rec.Detail = kernel.EffectCancelled, ""
+				rec.Effect, rec.Detail = c.wentDown(info.ID)
 			}
 		case info.InDoubt || info.NeverSettled:
 			// Started by an earlier process of the run with no terminal
@@ -461,9 +461,8 @@ func (c *Coordinator) checkWorkerCancels(ctx context.Context) {
 		cause := &WorkerCancelledError{OperationID: r.OperationID, Reason: r.Reason}
 		c.mu.Lock()
 		var targets []*worker
-		sub := string(info.ID) + ":s"
 		for id, w := range c.workers {
-			if (id == info.ID || strings.HasPrefix(string(id), sub)) && w.cancel != nil {
+			if id.within(info.ID) && w.cancel != nil {
 				targets = append(targets, w)
 			}
 		}
@@ -489,7 +488,7 @@ func (c *Coordinator) cancelObserved(ctx context.Context, id NodeID, state State
 	c.ctl.mu.Lock()
 	defer c.ctl.mu.Unlock()
 	for op, rec := range c.ctl.open {
-		if id != rec.WorkerID && !strings.HasPrefix(string(id), string(rec.WorkerID)+":s") {
+		if !id.within(rec.WorkerID) {
 			continue
 		}
 		down := state == StateCancelled || state == StateFailed
@@ -505,7 +504,7 @@ func (c *Coordinator) cancelObserved(ctx context.Context, id NodeID, state State
 			continue
 		}
 		if down {
-			rec.Effect, rec.Detail = kernel.EffectCancelled, ""
+			rec.Effect, rec.Detail = c.wentDown(rec.WorkerID)
 		} else {
 			rec.Effect, rec.Detail = kernel.EffectNotLive, "the worker settled "+string(state)+" despite the abort"
 		}
@@ -514,6 +513,25 @@ func (c *Coordinator) cancelObserved(ctx context.Context, id NodeID, state State
 		delete(c.ctl.stale, op)
 		c.writeCancellationLocked(ctx, rec)
 	}
+}
+
+// wentDown is the answer of a worker cancellation whose target went
+// down (cancelled or failed): cancelled, unless a node of the target's
+// subtree is in doubt — an earlier process of the run started it and
+// journaled no end, so it may still run under that process — whose end
+// was not observed: then unknown, naming them.
+func (c *Coordinator) wentDown(target NodeID) (kernel.Effect, string) {
+	var lost []string
+	for _, n := range c.scope.Nodes() {
+		if n.ID != target && n.ID.within(target) && (n.InDoubt || n.NeverSettled) && !n.State.Terminal() {
+			lost = append(lost, string(n.ID))
+		}
+	}
+	if len(lost) == 0 {
+		return kernel.EffectCancelled, ""
+	}
+	return kernel.EffectUnknown, clip("the worker went down, but its subtree's "+strings.Join(lost, ", ")+
+		" started under an earlier process of the run and journaled no end (in doubt): their end is not confirmed", MaxReasonBytes)
 }
 
 // checkRunCancel applies the run cancellation request once: the brain

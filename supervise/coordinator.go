@@ -2257,7 +2257,7 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 			c.publishReplayed(w, st.State)
 			if st.State == StateCancelled || st.State == StateFailed {
 				for op, target := range cancelTargets {
-					if r.Node == target || strings.HasPrefix(string(r.Node), string(target)+":s") {
+					if r.Node.within(target) {
 						if c.cancelDown == nil {
 							c.cancelDown = map[string][]NodeID{}
 						}

@@ -121,7 +121,7 @@ func (c *Coordinator) viewFor(id NodeID) *Coordinator {
 // subtree: what a nested manager may observe and steer. The root
 // reaches every node.
 func (c *Coordinator) reaches(id NodeID) bool {
-	return c.parent == nil || id == c.self || strings.HasPrefix(string(id), string(c.self)+":")
+	return c.parent == nil || id.within(c.self)
 }
 
 // nestedManager is the Executor of a nested manager's worker: its brain

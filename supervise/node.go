@@ -29,6 +29,11 @@ func (n NodeID) Parent() (NodeID, bool) {
 	return n[:i], true
 }
 
+// within reports whether n is root or a node of root's subtree.
+func (n NodeID) within(root NodeID) bool {
+	return n == root || strings.HasPrefix(string(n), string(root)+":s")
+}
+
 // seq returns the scope sequence number n's last segment names, and
 // false for a root id.
 func (n NodeID) seq() (int, bool) {

@@ -6,12 +6,13 @@ package supervise_test
 import (
 	"context"
 	"fmt"
-	"github.com/agentrt/agentrt/store"
 	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agentrt/agentrt/store"
 
 	"github.com/agentrt/agentrt/supervise"
 )

@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/agentrt/agentrt/canonjson"
 	"reflect"
 	"slices"
 	"strings"
+
+	"github.com/agentrt/agentrt/canonjson"
 
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/kernel"
