@@ -277,15 +277,10 @@ func TestNC17StopRefusedWhileGrandchildQuestionUndecided(t *testing.T) {
 			return supervise.BrainReport{}, errors.Join(err, errors.New("the root's answer was not delivered"))
 		}
 		close(answered)
-		for {
-			ev, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60000})
-			if err != nil {
-				return supervise.BrainReport{}, err
-			}
-			if ev.Idle || (ev.Event != nil && ev.Event.WorkerID == sp.WorkerID) {
-				return supervise.BrainReport{Text: "root done"}, nil
-			}
+		if err := awaitSettledOrIdle(ctx, c, sp.WorkerID); err != nil {
+			return supervise.BrainReport{}, err
 		}
+		return supervise.BrainReport{Text: "root done"}, nil
 	})
 	o := nestedOptions(t, exec, nil, nil)
 	o.Brain = root
@@ -428,16 +423,11 @@ func TestNC17NestedKeyedSpawnInDoubtChargedOnce(t *testing.T) {
 				}
 				return supervise.BrainReport{Text: "root done"}, nil // the run's end cancels the tree
 			}
-			for {
-				ev, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60000})
-				if err != nil {
-					return supervise.BrainReport{}, err
-				}
-				if ev.Idle || (ev.Event != nil && ev.Event.WorkerID == sp.WorkerID) {
-					readout = c.Readout()
-					return supervise.BrainReport{Text: "root done"}, nil
-				}
+			if err := awaitSettledOrIdle(ctx, c, sp.WorkerID); err != nil {
+				return supervise.BrainReport{}, err
 			}
+			readout = c.Readout()
+			return supervise.BrainReport{Text: "root done"}, nil
 		})
 		o := nestedOptions(t, exec, nil, nil)
 		o.Brain = root
@@ -573,15 +563,10 @@ func TestNC17RunDirRoutingAtDepth(t *testing.T) {
 		if byID, err = nc17Cancelled(ctx, c.RunDir(), "cancel-id"); err != nil {
 			return supervise.BrainReport{}, err
 		}
-		for {
-			ev, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60000})
-			if err != nil {
-				return supervise.BrainReport{}, err
-			}
-			if ev.Idle || (ev.Event != nil && ev.Event.WorkerID == sp.WorkerID) {
-				return supervise.BrainReport{Text: "root done"}, nil
-			}
+		if err := awaitSettledOrIdle(ctx, c, sp.WorkerID); err != nil {
+			return supervise.BrainReport{}, err
 		}
+		return supervise.BrainReport{Text: "root done"}, nil
 	})
 	o := nestedOptions(t, exec, nil, nil)
 	o.Brain = root
@@ -613,27 +598,6 @@ func TestNC17RunDirRoutingAtDepth(t *testing.T) {
 	if diff := cmp.Diff(want, states); diff != "" {
 		t.Errorf("states (-want +got):\n%s", diff)
 	}
-}
-
-// nc17KeepLines truncates dir's spawn journal to its first n records
-// and returns how many it held.
-func nc17KeepLines(t *testing.T, dir string, n int) int {
-	t.Helper()
-	path := filepath.Join(dir, supervise.SpawnJournalFile)
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := bytes.SplitAfter(data, []byte("\n"))
-	if len(lines) > 0 && len(lines[len(lines)-1]) == 0 {
-		lines = lines[:len(lines)-1]
-	}
-	if n < len(lines) {
-		if err := os.WriteFile(path, bytes.Join(lines[:n], nil), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return len(lines)
 }
 
 // §3.6 "Node ids are deterministic <parent>:s<seq>"; "scope.next()
@@ -740,12 +704,12 @@ func TestNC17NestedSeqAndOrderFromEveryCut(t *testing.T) {
 		events: []supervise.NodeID{"run1:s2:s3", "run1:s2:s4"}}, want, cmp.AllowUnexported(outcome{})); diff != "" {
 		t.Fatalf("uninterrupted (-want +got):\n%s", diff)
 	}
-	total := nc17KeepLines(t, full, 1<<30)
+	total := journaltest.KeepRecords(t, full, 1<<30)
 	for n := 1; n < total; n++ {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			dir := t.TempDir()
 			journaltest.CopyRunDir(t, full, dir)
-			nc17KeepLines(t, dir, n)
+			journaltest.KeepRecords(t, dir, n)
 			got := run(dir, true)
 			if len(got.ids) > len(want.ids) || !slices.Equal(want.ids[:len(got.ids)], got.ids) {
 				t.Errorf("tree ids %v, want a prefix of the uninterrupted %v", got.ids, want.ids)
@@ -993,12 +957,12 @@ func TestNC17DepthThreeCarveFromEveryCut(t *testing.T) {
 	}
 	full := t.TempDir()
 	check(t, run(full, false))
-	total := nc17KeepLines(t, full, 1<<30)
+	total := journaltest.KeepRecords(t, full, 1<<30)
 	for n := 1; n < total; n++ {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			dir := t.TempDir()
 			journaltest.CopyRunDir(t, full, dir)
-			nc17KeepLines(t, dir, n)
+			journaltest.KeepRecords(t, dir, n)
 			check(t, run(dir, true))
 		})
 	}

@@ -164,16 +164,25 @@ func rootBrainLeadGranted(t *testing.T, grant *supervise.SpawnBudget, check func
 		if check != nil {
 			check(ctx, c, sp.WorkerID)
 		}
-		for {
-			ev, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60000})
-			if err != nil {
-				return supervise.BrainReport{}, err
-			}
-			if ev.Idle || (ev.Event != nil && ev.Event.WorkerID == sp.WorkerID) {
-				return supervise.BrainReport{Text: "root done"}, nil
-			}
+		if err := awaitSettledOrIdle(ctx, c, sp.WorkerID); err != nil {
+			return supervise.BrainReport{}, err
 		}
+		return supervise.BrainReport{Text: "root done"}, nil
 	})
+}
+
+// awaitSettledOrIdle awaits until worker id's settlement or an idle run
+// (each await at most a minute).
+func awaitSettledOrIdle(ctx context.Context, c *supervise.Coordinator, id supervise.NodeID) error {
+	for {
+		ev, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60000})
+		if err != nil {
+			return err
+		}
+		if ev.Idle || (ev.Event != nil && ev.Event.WorkerID == id) {
+			return nil
+		}
+	}
 }
 
 // leadGrant is the budget a manager grants a lead it spawns: the lead's

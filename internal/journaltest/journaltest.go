@@ -42,6 +42,28 @@ func KeepThrough(t testing.TB, dir, kind string, n int) {
 	t.Fatalf("journaltest: the journal in %s has fewer than %d %s records", dir, n, kind)
 }
 
+// KeepRecords truncates the spawn journal in run dir to its first n
+// records (all of them when it holds no more) and returns how many it
+// held: a process killed after its n-th append was durable.
+func KeepRecords(t testing.TB, dir string, n int) int {
+	t.Helper()
+	path := filepath.Join(dir, supervise.SpawnJournalFile)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	if len(lines) > 0 && len(lines[len(lines)-1]) == 0 {
+		lines = lines[:len(lines)-1]
+	}
+	if n < len(lines) {
+		if err := os.WriteFile(path, bytes.Join(lines[:n], nil), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return len(lines)
+}
+
 // CopyRunDir copies run dir from into to (created as needed): the state
 // a process killed at that moment leaves. from may belong to a live run:
 // a file it renamed away while the copy walked (a temporary write) is
