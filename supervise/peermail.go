@@ -21,7 +21,9 @@ import (
 // worker, never an argument, and neither tool can spawn, steer or
 // stop anything. Every attempt — delivered or refused — is one
 // coordination record (CoordMail; KindMail in a store journal), so the
-// coordination log and read_journal show the channel, and a resumed
+// coordination log shows the channel (and read_journal too, with a
+// store journal: the file journal keeps mail in the run dir's
+// coordination-log.jsonl, which read_journal does not read), and a resumed
 // run rebuilds every mailbox and send count from them: mail sent
 // before a cut is read after the resume, once.
 
