@@ -19,12 +19,11 @@ import (
 func TestCancelWaitZeroIsRequested(t *testing.T) {
 	dir := t.TempDir()
 	slow := writeFile(t, "slow.json", `{"turns": [{"repeat": true, "steps": [{"text": "thinking"}, {"delayMs": 30000}, {"text": " done."}]}]}`)
-	// A second worker keeps the run live once the first is cancelled:
-	// with the first alone, its cancelled settlement could end the run
-	// (no winner) before the run's own cancellation was read, which then
-	// answered not_live.
-	spawnOther := strings.ReplaceAll(spawnNote, `"label": "note"`, `"label": "other"`)
-	script := managerScript(t, `{"turns": [`+spawnNote+`, `+spawnOther+`, `+awaitOne+`, `+awaitOne+`, {"text": "The worker was cancelled."}]}`)
+	// The manager hangs after its await, so only the run's cancellation
+	// ends the run: a manager that answered once its worker was cancelled
+	// could end the run (no winner) before the run's own cancellation was
+	// read, which then answered not_live (seen under -race).
+	script := managerScript(t, `{"turns": [`+spawnNote+`, `+awaitOne+`, {"hang": true}]}`)
 	done := make(chan int, 1)
 	go func() {
 		_, _, code := run(t, "", superviseArgs(t, script, dir, "--script", slow, "--json")...)
