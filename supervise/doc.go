@@ -909,7 +909,12 @@
 // among read_mail's peers (TestPeerMailAcrossManagersRefused); so does
 // an analyst (run_analyst's lens, which is no worker of the channel):
 // it is given no mail tools, is no peer, and mail to it is refused
-// worker-has-no-inbox (TestPeerMailAnalystIsNoPeer). Mail is
+// worker-has-no-inbox (TestPeerMailAnalystIsNoPeer). Once the
+// siblings' manager stopped — its brain returned and its workers are
+// being torn down, it called stop, or the run aborted — mail between
+// them is refused scope-stopped, as the reference refuses mail once its
+// scope stopped (TestPeerMailDuringTeardownRefusedScopeStopped); workers
+// running on through ChildSettleGrace still mail each other. Mail is
 // not pushed into a worker's steer inbox: the reference folds it into
 // the recipient's inbox as a fenced, never-forceful peer block at its
 // next step boundary, one that never holds a settle; here a
