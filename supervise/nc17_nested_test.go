@@ -151,10 +151,7 @@ func TestNC17CancelOpenAtKillAppliesToReDrivenLead(t *testing.T) {
 		o.BudgetExempt = true
 		o.ManagerBrain = func(*profile.Profile) supervise.Brain { return nc17HangingLead(started) }
 		o.RunDir, o.Resume = dir, resume
-		res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "ship", o)
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := nc17Supervise(t, o)
 		return res, lead
 	}
 	full := t.TempDir()
@@ -282,15 +279,9 @@ func TestNC17StopRefusedWhileGrandchildQuestionUndecided(t *testing.T) {
 		}
 		return supervise.BrainReport{Text: "root done"}, nil
 	})
-	o := nestedOptions(t, exec, nil, nil)
-	o.Brain = root
+	o := nc17Options(t, exec, root, lead, t.TempDir(), false)
 	o.BudgetExempt = true
-	o.ManagerBrain = func(*profile.Profile) supervise.Brain { return lead }
-	o.RunDir = t.TempDir()
-	res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "ship", o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := nc17Supervise(t, o)
 	const refused = "unresolved-blocking-questions"
 	if diff := cmp.Diff([]string{refused, refused, ""}, leadStops); diff != "" {
 		t.Errorf("the lead's stops (-want +got):\n%s", diff)
@@ -365,14 +356,9 @@ func TestNC17QuestionUnansweredAtLeadEndExpiresAtRoot(t *testing.T) {
 		stop = nc17StopCode(c)
 		return supervise.BrainReport{Text: "root done"}, nil
 	})
-	o := nestedOptions(t, exec, nil, nil)
-	o.Brain = root
+	o := nc17Options(t, exec, root, lead, t.TempDir(), false)
 	o.BudgetExempt = true
-	o.ManagerBrain = func(*profile.Profile) supervise.Brain { return lead }
-	o.RunDir = t.TempDir()
-	if _, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "ship", o); err != nil {
-		t.Fatal(err)
-	}
+	nc17Supervise(t, o)
 	select {
 	case <-leadEnded:
 	default:
@@ -429,15 +415,9 @@ func TestNC17NestedKeyedSpawnInDoubtChargedOnce(t *testing.T) {
 			readout = c.Readout()
 			return supervise.BrainReport{Text: "root done"}, nil
 		})
-		o := nestedOptions(t, exec, nil, nil)
-		o.Brain = root
+		o := nc17Options(t, exec, root, lead, dir, resume)
 		o.BudgetExempt = true
-		o.ManagerBrain = func(*profile.Profile) supervise.Brain { return lead }
-		o.RunDir, o.Resume = dir, resume
-		res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "ship", o)
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := nc17Supervise(t, o)
 		return res, readout, spawnErr
 	}
 	if _, _, err := run(false); err != nil {
@@ -568,15 +548,9 @@ func TestNC17RunDirRoutingAtDepth(t *testing.T) {
 		}
 		return supervise.BrainReport{Text: "root done"}, nil
 	})
-	o := nestedOptions(t, exec, nil, nil)
-	o.Brain = root
+	o := nc17Options(t, exec, root, lead, t.TempDir(), false)
 	o.BudgetExempt = true
-	o.ManagerBrain = func(*profile.Profile) supervise.Brain { return lead }
-	o.RunDir = t.TempDir()
-	res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "ship", o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := nc17Supervise(t, o)
 	if diff := cmp.Diff([]supervise.SteerEffect{supervise.SteerRefused, supervise.SteerNotLive}, acks); diff != "" {
 		t.Errorf("steer effects, grandchild label then settled grandchild id (-want +got):\n%s", diff)
 	}
@@ -679,15 +653,9 @@ func TestNC17NestedSeqAndOrderFromEveryCut(t *testing.T) {
 			readout = c.Readout()
 			return supervise.BrainReport{Text: "root done"}, nil
 		})
-		o := nestedOptions(t, exec, nil, nil)
-		o = uncappedUSD(o) // a worker a cut leaves in doubt is charged its ceiling: no dollar ceiling to taint
-		o.Brain = root
-		o.ManagerBrain = func(*profile.Profile) supervise.Brain { return lead }
-		o.RunDir, o.Resume = dir, resume
-		res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "ship", o)
-		if err != nil {
-			t.Fatal(err)
-		}
+		// A worker a cut leaves in doubt is charged its ceiling: no dollar ceiling to taint.
+		o := uncappedUSD(nc17Options(t, exec, root, lead, dir, resume))
+		res := nc17Supervise(t, o)
 		checkConservedReadout(t, readout)
 		var out outcome
 		for _, n := range res.Tree {
@@ -807,15 +775,9 @@ func TestNC17DepthThreeBoundAndNestedExhaustion(t *testing.T) {
 			return supervise.BrainReport{Text: "subsub DONE"}, nil
 		}
 	})
-	o := nestedOptions(t, exec, nil, nil)
-	o.Brain = rootBrainLeadGranted(t, leadGrant(6000, 6, 0.6), nil)
-	o.ManagerBrain = func(*profile.Profile) supervise.Brain { return lead }
+	o := nc17Options(t, exec, rootBrainLeadGranted(t, leadGrant(6000, 6, 0.6), nil), lead, t.TempDir(), false)
 	o.MaxDepth = 3
-	o.RunDir = t.TempDir()
-	res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "ship", o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := nc17Supervise(t, o)
 	for _, n := range res.Tree {
 		if n.State != supervise.StateDone {
 			t.Errorf("node %s %s: %s", n.ID, n.State, n.Reason)
@@ -916,15 +878,9 @@ func TestNC17DepthThreeCarveFromEveryCut(t *testing.T) {
 			mu.Unlock()
 			return supervise.BrainReport{Text: "root done"}, nil
 		})
-		o := uncappedUSD(nestedOptions(t, exec, nil, nil))
-		o.Brain = root
-		o.ManagerBrain = func(*profile.Profile) supervise.Brain { return lead }
+		o := uncappedUSD(nc17Options(t, exec, root, lead, dir, resume))
 		o.MaxDepth = 3
-		o.RunDir, o.Resume = dir, resume
-		res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "ship", o)
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := nc17Supervise(t, o)
 		mu.Lock()
 		defer mu.Unlock()
 		out.tree = res.Tree
@@ -993,14 +949,9 @@ func TestNC17CancelTerminatedKeepsJournaledSubtreeAcrossKill(t *testing.T) {
 			return supervise.BrainReport{}, context.Cause(ctx)
 		})
 		var got supervise.NodeID
-		o := nestedOptions(t, exec, nil, nil)
-		o.Brain = nc17CancelLeadRoot(started, op, 20*time.Second, &got)
+		o := nc17Options(t, exec, nc17CancelLeadRoot(started, op, 20*time.Second, &got), lead, dir, resume)
 		o.BudgetExempt = true
-		o.ManagerBrain = func(*profile.Profile) supervise.Brain { return lead }
-		o.RunDir, o.Resume = dir, resume
-		if _, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "ship", o); err != nil {
-			t.Fatal(err)
-		}
+		nc17Supervise(t, o)
 	}
 	full := t.TempDir()
 	run(full, false)
@@ -1018,4 +969,26 @@ func TestNC17CancelTerminatedKeepsJournaledSubtreeAcrossKill(t *testing.T) {
 	if rec.Effect != kernel.EffectCancelled || !slices.Contains(rec.Terminated, writer) || !slices.Contains(rec.Terminated, lead) {
 		t.Errorf("resumed record %+v, want cancelled naming %s (down under the abort before the kill) and %s", rec, writer, lead)
 	}
+}
+
+// nc17Options are nestedOptions driven by root, every nested manager by
+// lead, journaled in dir (resumed when resume is set).
+func nc17Options(t *testing.T, exec supervise.Executor, root, lead supervise.Brain, dir string, resume bool) supervise.Options {
+	t.Helper()
+	o := nestedOptions(t, exec, nil, nil)
+	o.Brain = root
+	o.ManagerBrain = func(*profile.Profile) supervise.Brain { return lead }
+	o.RunDir, o.Resume = dir, resume
+	return o
+}
+
+// nc17Supervise runs o under a root manager that may spawn, failing t
+// when the run returns an error.
+func nc17Supervise(t *testing.T, o supervise.Options) supervise.SupervisedResult {
+	t.Helper()
+	res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "ship", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
 }
