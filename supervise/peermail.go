@@ -130,14 +130,16 @@ func (p PeerMail) limits() PeerMail {
 		MaxInbox: def(p.MaxInbox, DefaultMailInbox), MaxInboxBytes: def(p.MaxInboxBytes, DefaultMailInboxBytes), MaxSent: def(p.MaxSent, DefaultMailSent), MaxThreadDepth: def(p.MaxThreadDepth, DefaultMailThreadDepth)}
 }
 
-// check refuses negative bounds.
+// check refuses negative bounds and text bounds over their ceilings;
+// each error's pointer names the field as PeerMail's JSON (read_mail's
+// limits) does.
 func (p PeerMail) check() []error {
 	var errs []error
 	for _, f := range []struct {
 		name, ptr string
 		v         int
 	}{{"MaxBodyBytes", "maxBodyBytes", p.MaxBodyBytes}, {"MaxSubjectBytes", "maxSubjectBytes", p.MaxSubjectBytes},
-		{"MaxInbox", "maxInbox", p.MaxInbox}, {"MaxInboxBytes", "maxInboxBytes", p.MaxInboxBytes}, {"MaxSent", "maxSent", p.MaxSent}, {"MaxThreadDepth", "maxThreadDepth", p.MaxThreadDepth}} {
+		{"MaxInbox", "maxInboxPerWorker", p.MaxInbox}, {"MaxInboxBytes", "maxInboxBytesPerWorker", p.MaxInboxBytes}, {"MaxSent", "maxSentPerWorker", p.MaxSent}, {"MaxThreadDepth", "maxThreadDepth", p.MaxThreadDepth}} {
 		if f.v < 0 {
 			errs = append(errs, &OptionError{Field: "PeerMail." + f.name, Pointer: "/peerMail/" + f.ptr,
 				Reason: fmt.Sprintf("%d is negative; 0 means the default", f.v)})

@@ -245,8 +245,8 @@ func TestPeerMailOptIn(t *testing.T) {
 	o.PeerMail = &supervise.PeerMail{MaxInbox: -1}
 	_, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o)
 	var oe *supervise.OptionError
-	if !errors.As(err, &oe) || oe.Pointer != "/peerMail/maxInbox" {
-		t.Errorf("a negative MaxInbox: %v, want an OptionError at /peerMail/maxInbox", err)
+	if !errors.As(err, &oe) || oe.Pointer != "/peerMail/maxInboxPerWorker" {
+		t.Errorf("a negative MaxInbox: %v, want an OptionError at /peerMail/maxInboxPerWorker", err)
 	}
 }
 
