@@ -139,6 +139,12 @@ func multiOverEveryCut(t *testing.T, g graph.Graph, analyst string, maxTraversal
 	cutsDir := t.TempDir()
 	journaltest.CopyRunDir(t, refDir, filepath.Join(cutsDir, "ref"))
 	total := journaltest.KeepRecords(t, filepath.Join(cutsDir, "ref"), 1<<30)
+	inDoubt := 0 // cuts whose resume held an in-doubt analyst
+	defer func() {
+		if inDoubt == 0 {
+			t.Errorf("no cut left an analyst in doubt: the ceiling check never ran on one")
+		}
+	}()
 	for k := range total + 1 {
 		dir := filepath.Join(cutsDir, fmt.Sprint(k))
 		journaltest.CopyRunDir(t, refDir, dir)
@@ -151,6 +157,11 @@ func multiOverEveryCut(t *testing.T, g graph.Graph, analyst string, maxTraversal
 			continue
 		}
 		checkMultiOver(t, where, g, edge, dir, res, seen, maxTraversals, analysed)
+		for _, n := range res.Result.Tree {
+			if n.InDoubt && n.Profile == analyst {
+				inDoubt++
+			}
+		}
 		// An analyst spawned before the cut never runs again (settled:
 		// replayed; unsettled: in doubt); the others run once.
 		if n, want := exec.count(analyst), analysed-before; n != want {
@@ -224,6 +235,7 @@ func checkMultiOver(t *testing.T, where string, g graph.Graph, edge, dir string,
 	if err := seen.readout.Conserved(); err != nil || len(seen.readout.Channels) == 0 {
 		t.Errorf("%s: the pool at the brain's end: %v (%+v)", where, err, seen.readout)
 	}
+	chargedOnce(t, where, res, seen.readout)
 	tot := g.Budget
 	for ch, want := range map[string]int64{"tokens": *tot.Tokens, "iterations": *tot.Iterations} {
 		if b := seen.readout.Channels[ch]; b.Total != want {
@@ -300,5 +312,26 @@ func TestGA18OverCapRowNotLedgeredTwiceOnResume(t *testing.T) {
 			}
 			checkMultiOver(t, "resumed after the capped row", g, edge, dir, res, seen, 1, 1)
 		})
+	}
+}
+
+// chargedOnce checks behaviour 40 over a resumed run's pool: the tokens
+// committed at the brain's end (nothing live) are, node by node, what
+// each settled node spent and each node without a settlement (in doubt
+// after the restart) reserved — its ceiling, charged once.
+func chargedOnce(t *testing.T, where string, res graph.GraphResult, readout ledger.Readout) {
+	t.Helper()
+	var want int64
+	for _, n := range res.Result.Tree {
+		switch {
+		case n.Settlement != nil && n.Settlement.Spent.Tokens != nil:
+			want += *n.Settlement.Spent.Tokens
+		case n.Reserved.Tokens != nil:
+			want += *n.Reserved.Tokens
+		}
+	}
+	b := readout.Channels[ledger.ChannelTokens]
+	if b.Committed+b.Reserved != want {
+		t.Errorf("%s: tokens committed %d + reserved %d, want %d (each settled node's spend, each in-doubt node's ceiling once): %+v", where, b.Committed, b.Reserved, want, res.Result.Tree)
 	}
 }
