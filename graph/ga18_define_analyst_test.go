@@ -236,8 +236,19 @@ func TestGA18DefinitionsAtTheirBoundsSurviveResume(t *testing.T) {
 	g.Nodes[0].Profile = driverProfile(t, "driver", supervise.VerbSpawnWorker, supervise.VerbAwaitEvent, supervise.VerbRunAnalyst,
 		supervise.VerbDefineAnalyst, supervise.VerbListAnalysts)
 	dir := t.TempDir()
-	run := func(resumed bool) (defs []supervise.DefineAnalystResult, ninth error, ran supervise.RunAnalystResult, ranErr error, exec *countingExec) {
-		exec = &countingExec{inner: kernelWorkers(t, killMatrixScript), runs: map[string]int{}}
+	// resumedRun is what one run of the brain saw.
+	type resumedRun struct {
+		defs   []supervise.DefineAnalystResult
+		ninth  error
+		ran    supervise.RunAnalystResult
+		ranErr error
+		exec   *countingExec
+	}
+	run := func(resumed bool) resumedRun {
+		var defs []supervise.DefineAnalystResult
+		var ninth, ranErr error
+		var ran supervise.RunAnalystResult
+		exec := &countingExec{inner: kernelWorkers(t, killMatrixScript), runs: map[string]int{}}
 		o := options(t, exec, nil)
 		o.Supervise.Router, o.Supervise.RunDir, o.Supervise.Resume = nil, dir, true
 		o.Supervise.PerWorker.MicroUSD = nil
@@ -275,9 +286,9 @@ func TestGA18DefinitionsAtTheirBoundsSurviveResume(t *testing.T) {
 		if _, err := graph.RunGraph(context.Background(), g, o); err != nil {
 			t.Fatalf("run (resumed %v): %v", resumed, err)
 		}
-		return defs, ninth, ran, ranErr, exec
+		return resumedRun{defs, ninth, ran, ranErr, exec}
 	}
-	defs, _, _, _, _ := run(false)
+	defs := run(false).defs
 	if l := defs[0].Limits; *l.LLMCalls != supervise.MaxLensLLMCalls || *l.ToolCalls != supervise.MaxLensToolCalls || *l.OutputChars != supervise.MaxLensOutput ||
 		*defs[0].MinimumEvidenceCitations != supervise.MaxLensCitations || defs[len(defs)-1].DefinitionsLeft != 0 {
 		t.Errorf("the definitions at their bounds: %+v (last %+v)", defs[0], defs[len(defs)-1])
@@ -297,7 +308,8 @@ func TestGA18DefinitionsAtTheirBoundsSurviveResume(t *testing.T) {
 		t.Fatal("the coder never settled")
 	}
 	journaltest.KeepRecords(t, dir, cut)
-	defs, ninth, ran, ranErr, exec := run(true)
+	again := run(true)
+	defs, ninth, ran, ranErr, exec := again.defs, again.ninth, again.ran, again.ranErr, again.exec
 	for i, d := range defs {
 		if !d.Defined || !d.Replayed {
 			t.Errorf("resumed definition %d: %+v, want the journaled one replayed", i, d)
