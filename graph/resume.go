@@ -90,6 +90,12 @@ func (r *run) restore(ctx context.Context, c *supervise.Coordinator) error {
 				if jr.Analyst != "" {
 					r.analysed[jr.Analyst] = true
 				}
+				if jr.Kind == Analyzes && jr.Analyst == "" {
+					// A settle the edge ledgered without an analyst
+					// (past its cap, its analyst refused): the row
+					// names the source worker.
+					r.decided[lensRunKey(e, jr.WorkerID)] = true
+				}
 				switch {
 				case jr.Call == "":
 				case jr.Continuity == ContinuitySteer:
@@ -172,7 +178,8 @@ func inDoubtAnalystRow(id supervise.NodeID, ar analystRun) journaledRow {
 		Reason: "analyst worker " + string(id) + " is in doubt after the restart; its findings are lost"}}
 }
 
-// lensRunKey keys the lens run of edge e over worker source.
+// lensRunKey keys the analysis of edge e over worker source (a lens
+// run, or a settle the edge decided on: see run.decided).
 func lensRunKey(e Edge, source supervise.NodeID) string { return e.ID() + "\x00" + string(source) }
 
 // restoreSpawn binds a journaled spawn to its graph node; r.mu is held.
@@ -190,8 +197,12 @@ func (r *run) restoreSpawn(rec supervise.Record) (worker bool) {
 		return true
 	}
 	if e, ok := r.analyzeBy[rec.Profile]; ok && !r.lenses[rec.Profile] {
-		r.analystRuns[rec.Node] = analystRun{edge: e, source: analysisSource(r.directive(e), rec.Task)}
+		source := analysisSource(r.directive(e), rec.Task)
+		r.analystRuns[rec.Node] = analystRun{edge: e, source: source}
 		r.spent[e.ID()]++
+		if source != "" {
+			r.decided[lensRunKey(e, source)] = true
+		}
 	}
 	return false
 }
@@ -270,11 +281,12 @@ func (r *run) afterSettle(ctx context.Context, c *supervise.Coordinator, s super
 		}
 		r.mu.Lock()
 		id, journaled := r.lensBy[lensRunKey(e, s.Node.ID)]
-		ledgered := journaled && r.analysed[id]
+		ledgered := (journaled && r.analysed[id]) || (!journaled && r.decided[lensRunKey(e, s.Node.ID)])
 		r.mu.Unlock()
 		if ledgered {
 			// A resumed run's hook, run again: the journal holds this
-			// analysis's row (its findings routed, or lost in doubt).
+			// analysis's row (its findings routed, or lost in doubt, or
+			// the settle past the cap or refused its lens).
 			continue
 		}
 		row := LedgerRow{Edge: e.ID(), Kind: Analyzes, From: strings.Join(e.Over, "+"), To: e.To, Directive: e.Directive,

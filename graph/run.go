@@ -146,7 +146,7 @@ func RunGraph(ctx context.Context, g Graph, o Options) (GraphResult, error) {
 		return GraphResult{}, err
 	}
 	r := &run{plan: pl, opts: o, check: g.Deliverable, logger: logger, topo: topo, count: map[string]int{}, spent: map[string]int{},
-		bound: map[string][]supervise.NodeID{}, analystRuns: map[supervise.NodeID]analystRun{}, lensRuns: map[supervise.NodeID]analystRun{}, lensBy: map[string]supervise.NodeID{}, analysed: map[supervise.NodeID]bool{},
+		bound: map[string][]supervise.NodeID{}, analystRuns: map[supervise.NodeID]analystRun{}, lensRuns: map[supervise.NodeID]analystRun{}, lensBy: map[string]supervise.NodeID{}, decided: map[string]bool{}, analysed: map[supervise.NodeID]bool{},
 		lensHooks: map[supervise.NodeID]chan struct{}{}, routing: map[supervise.NodeID]int{}, routeWake: make(chan struct{}),
 		refusals: map[string]int{}, steerCalls: map[string]bool{}, refusedCalls: map[string]int{}}
 	so := o.Supervise
@@ -236,6 +236,13 @@ type run struct {
 	// lensBy the same by lensRunKey.
 	lensRuns map[supervise.NodeID]analystRun
 	lensBy   map[string]supervise.NodeID
+	// decided are the settles (by lensRunKey: analyzes edge and source
+	// worker) a resumed run's journal shows an analyzes edge already
+	// took its traversal for — an analyst node spawned over it, or a row
+	// that ledgers it without an analyst (past the cap, a refused
+	// analyst) — so that the settle's hook, run again, neither analyses
+	// it twice nor ledgers it twice.
+	decided map[string]bool
 	// analysed are the analyst workers (node or lens) whose findings a
 	// row routes.
 	analysed map[supervise.NodeID]bool
@@ -464,6 +471,14 @@ func (r *run) reserve(e Edge) bool {
 	return true
 }
 
+// decidedOn reports whether a resumed run's journal holds analyzes
+// edge e's traversal for the settle of worker source (see run.decided).
+func (r *run) decidedOn(e Edge, source supervise.NodeID) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.decided[lensRunKey(e, source)]
+}
+
 // release gives back a traversal reserve charged to e.
 func (r *run) release(e Edge) {
 	r.mu.Lock()
@@ -533,6 +548,11 @@ func (r *run) analyze(ctx context.Context, c *supervise.Coordinator, node string
 	for _, e := range r.analyzesOver[node] {
 		if r.lenses[e.Analyst] {
 			continue // lenses run from afterSettle too, through RunAnalyst
+		}
+		if r.decidedOn(e, out.Node) {
+			// A resumed run's hook, run again: the journal holds this
+			// settle's traversal (its analyst's spawn, or its row).
+			continue
 		}
 		row := LedgerRow{Edge: e.ID(), Kind: Analyzes, From: strings.Join(e.Over, "+"), To: e.To, Directive: e.Directive,
 			Continuity: ContinuitySteer, Outcome: OutcomeUnpropagated, WorkerID: out.Node}
