@@ -473,6 +473,19 @@ func ReadStoreSpawnLogHeld(ctx context.Context, st store.Store, runID, after str
 	return out, after, nil
 }
 
+// storeJournalName names the store spawn journal of supervised run
+// runID where an error names a run dir's journal by its directory.
+func storeJournalName(runID string) string { return "run " + runID + " in the store" }
+
+// undecodable reports whether err is a journal row that does not decode:
+// not JSON (*canonjson.DecodeError), or JSON that is not a Record
+// (*canonjson.UnmarshalError).
+func undecodable(err error) bool {
+	_, notJSON := errors.AsType[*canonjson.DecodeError](err)
+	_, notRecord := errors.AsType[*canonjson.UnmarshalError](err)
+	return notJSON || notRecord
+}
+
 // spawnEventID is the id of the n-th event the holder of lease
 // generation gen appends: unique across holders, and naming its writer
 // (eventGeneration).
