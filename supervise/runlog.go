@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
@@ -725,6 +726,20 @@ func (l *runLog) heldErr() error {
 		return h.Held()
 	}
 	return nil
+}
+
+// current is heldErr, and also the loss of a store spawn log whose lease
+// ran out by this process's own clock (StoreSpawnLog.current): asked
+// before an effect outside the journal that no store call fences, such
+// as handing a decision to a worker.
+func (l *runLog) current() error {
+	if err := l.lostErr(); err != nil {
+		return err
+	}
+	if c, ok := l.spawn.(interface{ current(time.Time) error }); ok {
+		return c.current(time.Now())
+	}
+	return l.heldErr()
 }
 
 // lost is closed once a spawn log whose holder can lose it (a store

@@ -520,6 +520,22 @@ func (l *StoreSpawnLog) Held() error {
 	return nil
 }
 
+// current is Held, and also the loss once the lease as this process
+// last wrote it ran out by its own clock (it was paused past it, or its
+// renewals failed), before a renewal found out: from then on another
+// process may hold the run, so nothing outside the journal may be done
+// for it. The lapse is recorded as the loss (Lost is closed).
+func (l *StoreSpawnLog) current(now time.Time) error {
+	if err := l.Held(); err != nil {
+		return err
+	}
+	if lapsed := l.lapsed(now); lapsed != nil {
+		l.lose(lapsed)
+		return l.Held()
+	}
+	return nil
+}
+
 // Lost is closed once this process lost the log's lease (Held says
 // why): another process took the run over, or the lease ran out before
 // a renewal could land. Supervise stops the run's brain and workers

@@ -1,0 +1,92 @@
+package supervise
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/agentrt/agentrt/kernel"
+	"github.com/agentrt/agentrt/ledger"
+	"github.com/agentrt/agentrt/profile"
+	"github.com/agentrt/agentrt/store"
+	"github.com/agentrt/agentrt/store/sqlite"
+)
+
+// SJ18 check 2 (§3.6 "owned through the kernel's lease-generation
+// fence", §9 answer_question "resolve only when delivered", behaviour
+// 46; RES-03): a supervisor journaling in SQLite is paused (SIGSTOP)
+// past its lease while its worker's blocks-run question is open, and
+// another process takes the run over. Continued, the paused manager
+// answers the question before its lease renewal has run: by its own
+// clock its lease ran out, so the run may be another's, and the answer
+// must not reach its worker — which would run on (and spend) for a run
+// no longer this process's — nor be reported delivered; the process
+// ends with ErrSpawnLogLost. The pause is the lease's monotonic end
+// moved to the past (what a continued process's clock says) with the
+// store's run taken over at the next generation, as another process's
+// open does.
+func TestSJ18PausedManagerPastItsLeaseDeliversNoAnswer(t *testing.T) {
+	writer, manager := writerAndManager(t)
+	n := func(v int64) *int64 { return &v }
+	got := make(chan Decision, 1)
+	asking := ExecutorFunc(func(ctx context.Context, w Work) (WorkResult, error) {
+		spent := ledger.Spend{Tokens: n(5), Iterations: n(1), MicroUSD: n(5)}
+		d, err := w.Ask(ctx, AskArgs{Level: "worker", Question: "which colour?", Reason: "the task does not say", Urgency: UrgencyBlocksRun})
+		if err != nil {
+			return WorkResult{Spent: spent}, err
+		}
+		got <- d
+		return WorkResult{Text: d.Answer + " DONE", Spent: spent}, nil
+	})
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "runs.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var answered AnswerResult
+	var answerErr error
+	o := Options{
+		Budget:    ledger.Budget{Tokens: n(10_000), Iterations: n(10), MicroUSD: n(1_000_000)},
+		PerWorker: ledger.Budget{Tokens: n(1_000), Iterations: n(1), MicroUSD: n(100_000)},
+		Profiles:  map[string]*profile.Profile{"writer": writer}, Executor: asking, RunID: "run1",
+		SpawnStore: st, SpawnLeaseTTL: 6 * time.Second,
+		Deliverable: Deliverable{Check: func(context.Context, Output) (kernel.Verdict, error) { return kernel.Verdict{Passed: true}, nil }},
+		Brain: BrainFunc(func(ctx context.Context, c *Coordinator, _ string) (BrainReport, error) {
+			if _, err := c.Spawn(ctx, SpawnArgs{Profile: "writer", Task: "paint"}); err != nil {
+				return BrainReport{}, err
+			}
+			if _, err := c.Await(ctx, AwaitArgs{TimeoutMS: 60_000, Kinds: []string{EventQuestion}}); err != nil {
+				return BrainReport{}, err
+			}
+			// Paused past the lease; another process took the run over.
+			sl := c.log.spawn.(*StoreSpawnLog)
+			if _, err := st.UpdateRun(ctx, "run1", func(r *store.Run) error {
+				r.Generation++
+				r.Owner, r.Doc = "another-machine/1", withLease(r.Doc, time.Now().Add(time.Minute))
+				return nil
+			}); err != nil {
+				return BrainReport{}, err
+			}
+			sl.leaseEnd.Store(0) // its end is when it was opened: long past
+			answered, answerErr = c.AnswerQuestion(ctx, AnswerArgs{QuestionID: "q1", Answer: "blue"})
+			<-ctx.Done() // the loss stops the brain
+			return BrainReport{}, context.Cause(ctx)
+		}),
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_, err = Supervise(ctx, manager, "t", o)
+	if !errors.Is(err, ErrSpawnLogLost) {
+		t.Errorf("the continued process: %v, want ErrSpawnLogLost", err)
+	}
+	select {
+	case d := <-got:
+		t.Errorf("the worker of a run this process no longer held got the answer %+v (answer_question: %+v, %v)", d, answered, answerErr)
+	default:
+	}
+	if answered.Delivered {
+		t.Errorf("answer_question said delivered for a run this process no longer held: %+v", answered)
+	}
+}
