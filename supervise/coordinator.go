@@ -1817,6 +1817,9 @@ func (c *Coordinator) Steer(ctx context.Context, a SteerArgs) (SteerResult, erro
 			defer c.rootSteers.leave()
 		}
 		req := c.steerRequested(ctx, a, op)
+		if err := c.log.current(); err != nil {
+			return SteerResult{}, steerLost(err)
+		}
 		res := SteerResult{Outcome: string(SteerRefused)}
 		if msg, err := c.authorizeSteer(ctx, req, a.WorkerID); err != nil {
 			res.Reason = err.Error()
@@ -1851,6 +1854,9 @@ func (c *Coordinator) Steer(ctx context.Context, a SteerArgs) (SteerResult, erro
 		}
 	}
 	req := c.steerRequested(ctx, a, op)
+	if err := c.log.current(); err != nil {
+		return SteerResult{}, steerLost(err)
+	}
 	if !live(info) {
 		// Nothing to authorize: the worker cannot take it.
 		res = SteerResult{Outcome: string(SteerNotLive), Reason: notLiveDetail(info)}
@@ -1871,6 +1877,14 @@ func (c *Coordinator) Steer(ctx context.Context, a SteerArgs) (SteerResult, erro
 		res.Progress = c.progressOf(now)
 	}
 	return res, nil
+}
+
+// steerLost is steer_agent's error once its request was journaled (or
+// refused) by a process that no longer holds the run's store journal
+// (runLog.current): the steer is delivered to nobody, since the run's
+// workers are no longer this process's to steer.
+func steerLost(err error) error {
+	return fmt.Errorf("supervise: steer_agent: %w", spawnLogLost(err))
 }
 
 // awaitedDecision returns the id of a question worker id waits on whose

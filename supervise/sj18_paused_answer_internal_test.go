@@ -60,16 +60,9 @@ func TestSJ18PausedManagerPastItsLeaseDeliversNoAnswer(t *testing.T) {
 			if _, err := c.Await(ctx, AwaitArgs{TimeoutMS: 60_000, Kinds: []string{EventQuestion}}); err != nil {
 				return BrainReport{}, err
 			}
-			// Paused past the lease; another process took the run over.
-			sl := c.log.spawn.(*StoreSpawnLog)
-			if _, err := st.UpdateRun(ctx, "run1", func(r *store.Run) error {
-				r.Generation++
-				r.Owner, r.Doc = "another-machine/1", withLease(r.Doc, time.Now().Add(time.Minute))
-				return nil
-			}); err != nil {
+			if err := pausedPastLease(ctx, c, st, true); err != nil {
 				return BrainReport{}, err
 			}
-			sl.leaseEnd.Store(0) // its end is when it was opened: long past
 			answered, answerErr = c.AnswerQuestion(ctx, AnswerArgs{QuestionID: "q1", Answer: "blue"})
 			<-ctx.Done() // the loss stops the brain
 			return BrainReport{}, context.Cause(ctx)
@@ -88,5 +81,104 @@ func TestSJ18PausedManagerPastItsLeaseDeliversNoAnswer(t *testing.T) {
 	}
 	if answered.Delivered {
 		t.Errorf("answer_question said delivered for a run this process no longer held: %+v", answered)
+	}
+}
+
+// pausedPastLease makes c's run as a process finds it continued after a
+// pause past its store journal's lease: another process took the run in
+// st over at the next generation, as its open does, and — when lapsed —
+// this process's own clock says its lease ran out (the lease's monotonic
+// end moved to when the log was opened), though no renewal found out yet.
+func pausedPastLease(ctx context.Context, c *Coordinator, st store.Store, lapsed bool) error {
+	sl := c.log.spawn.(*StoreSpawnLog)
+	if _, err := st.UpdateRun(ctx, sl.fence.RunID, func(r *store.Run) error {
+		r.Generation++
+		r.Owner, r.Doc = "another-machine/1", withLease(r.Doc, time.Now().Add(time.Minute))
+		return nil
+	}); err != nil {
+		return err
+	}
+	if lapsed {
+		sl.leaseEnd.Store(0)
+	}
+	return nil
+}
+
+// steeredExec is an executor with its own inbox (Steerer) whose workers
+// run until cancelled; every message its inbox accepted is sent on got.
+type steeredExec struct {
+	started chan NodeID
+	got     chan string
+}
+
+func (e steeredExec) Execute(ctx context.Context, w Work) (WorkResult, error) {
+	e.started <- w.Node
+	<-ctx.Done()
+	return WorkResult{}, context.Cause(ctx)
+}
+
+func (e steeredExec) Deliver(_ context.Context, _ NodeID, msg string) bool {
+	e.got <- msg
+	return true
+}
+
+// SJ18 check 2 for steer_agent (§3.6 "Steering", behaviour 46, 48;
+// RES-03): a manager whose run was taken over by another process
+// steers its worker — its lease lapsed by its own clock (a pause past
+// it), or only taken over (the other machine's clock ran ahead) so that
+// the store refuses the steer's request record. Either way the steer
+// reaches no worker of the run that is no longer this process's, is not
+// reported delivered, and the process ends with ErrSpawnLogLost.
+func TestSJ18PausedManagerSteersNoWorker(t *testing.T) {
+	for _, lapsed := range []bool{true, false} {
+		t.Run(map[bool]string{true: "lapsed", false: "fenced"}[lapsed], func(t *testing.T) {
+			writer, manager := writerAndManager(t)
+			n := func(v int64) *int64 { return &v }
+			exec := steeredExec{started: make(chan NodeID, 1), got: make(chan string, 4)}
+			st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "runs.db"), sqlite.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			var steered SteerResult
+			var steerErr error
+			o := Options{
+				Budget:    ledger.Budget{Tokens: n(10_000), Iterations: n(10), MicroUSD: n(1_000_000)},
+				PerWorker: ledger.Budget{Tokens: n(1_000), Iterations: n(1), MicroUSD: n(100_000)},
+				Profiles:  map[string]*profile.Profile{"writer": writer}, Executor: exec, RunID: "run1", BudgetExempt: true,
+				SpawnStore: st, SpawnLeaseTTL: 6 * time.Second,
+				Deliverable: Deliverable{Check: func(context.Context, Output) (kernel.Verdict, error) { return kernel.Verdict{Passed: true}, nil }},
+				Brain: BrainFunc(func(ctx context.Context, c *Coordinator, _ string) (BrainReport, error) {
+					if _, err := c.Spawn(ctx, SpawnArgs{Profile: "writer", Task: "paint"}); err != nil {
+						return BrainReport{}, err
+					}
+					var id NodeID
+					select {
+					case id = <-exec.started:
+					case <-time.After(2 * time.Minute):
+						return BrainReport{}, errors.New("the worker did not start")
+					}
+					if err := pausedPastLease(ctx, c, st, lapsed); err != nil {
+						return BrainReport{}, err
+					}
+					steered, steerErr = c.Steer(ctx, SteerArgs{WorkerID: id, Instruction: "focus"})
+					<-ctx.Done() // the loss stops the brain
+					return BrainReport{}, context.Cause(ctx)
+				}),
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			if _, err := Supervise(ctx, manager, "t", o); !errors.Is(err, ErrSpawnLogLost) {
+				t.Errorf("the continued process: %v, want ErrSpawnLogLost", err)
+			}
+			select {
+			case msg := <-exec.got:
+				t.Errorf("a worker of a run this process no longer held got the steer %q (steer_agent: %+v, %v)", msg, steered, steerErr)
+			default:
+			}
+			if steered.Delivered {
+				t.Errorf("steer_agent said delivered for a run this process no longer held: %+v", steered)
+			}
+		})
 	}
 }
