@@ -182,3 +182,68 @@ func TestSJ18PausedManagerSteersNoWorker(t *testing.T) {
 		})
 	}
 }
+
+// SJ18 check 2 for a run dir's steer request (§3.6 "Steering",
+// behaviour 46, 48): written for the worker of a manager whose store
+// journal was taken over (its lease lapsed by its own clock, or only
+// fenced), it is claimed by that manager's control scan, but reaches no
+// worker of the run that is no longer the process's, and its
+// acknowledgement does not say delivered.
+func TestSJ18PausedManagerDeliversNoSteerFile(t *testing.T) {
+	for _, lapsed := range []bool{true, false} {
+		t.Run(map[bool]string{true: "lapsed", false: "fenced"}[lapsed], func(t *testing.T) {
+			writer, manager := writerAndManager(t)
+			n := func(v int64) *int64 { return &v }
+			exec := steeredExec{started: make(chan NodeID, 1), got: make(chan string, 4)}
+			st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "runs.db"), sqlite.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			dir := t.TempDir()
+			o := Options{
+				Budget:    ledger.Budget{Tokens: n(10_000), Iterations: n(10), MicroUSD: n(1_000_000)},
+				PerWorker: ledger.Budget{Tokens: n(1_000), Iterations: n(1), MicroUSD: n(100_000)},
+				Profiles:  map[string]*profile.Profile{"writer": writer}, Executor: exec, RunID: "run1", BudgetExempt: true,
+				SpawnStore: st, SpawnLeaseTTL: 6 * time.Second, RunDir: dir,
+				Deliverable: Deliverable{Check: func(context.Context, Output) (kernel.Verdict, error) { return kernel.Verdict{Passed: true}, nil }},
+				Brain: BrainFunc(func(ctx context.Context, c *Coordinator, _ string) (BrainReport, error) {
+					if _, err := c.Spawn(ctx, SpawnArgs{Profile: "writer", Task: "paint"}); err != nil {
+						return BrainReport{}, err
+					}
+					var id NodeID
+					select {
+					case id = <-exec.started:
+					case <-time.After(2 * time.Minute):
+						return BrainReport{}, errors.New("the worker did not start")
+					}
+					if err := pausedPastLease(ctx, c, st, lapsed); err != nil {
+						return BrainReport{}, err
+					}
+					if _, err := WriteWorkerSteer(ctx, dir, string(id), WorkerSteer{OperationID: "op-1", Message: "focus"}); err != nil {
+						return BrainReport{}, err
+					}
+					select {
+					case <-ctx.Done(): // the loss, once the scan found it, stops the brain
+					case <-time.After(2 * time.Minute):
+						return BrainReport{}, errors.New("the steer request was never taken")
+					}
+					return BrainReport{}, context.Cause(ctx)
+				}),
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			if _, err := Supervise(ctx, manager, "t", o); !errors.Is(err, ErrSpawnLogLost) {
+				t.Errorf("the continued process: %v, want ErrSpawnLogLost", err)
+			}
+			select {
+			case msg := <-exec.got:
+				t.Errorf("a worker of a run this process no longer held got the steer file's %q", msg)
+			default:
+			}
+			if ack, err := ReadSteerAck(context.Background(), dir, "op-1"); err != nil || ack != nil && ack.Effect == SteerDelivered {
+				t.Errorf("the steer's acknowledgement %+v (%v): delivered by a process that no longer held the run", ack, err)
+			}
+		})
+	}
+}
