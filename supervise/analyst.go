@@ -824,10 +824,10 @@ func (c *Coordinator) replayAnalyst(r Record) error {
 	case KindAnalystDefined:
 		l, err := journaledLens(r.Data)
 		if err != nil {
-			return &ResumeError{RunDir: c.log.dir, Reason: "an analyst-defined record does not decode", Err: err}
+			return &ResumeError{RunDir: c.log.where, Reason: "an analyst-defined record does not decode", Err: err}
 		}
 		if err := ValidateLens(l); err != nil {
-			return &ResumeError{RunDir: c.log.dir, Reason: "a journaled lens is invalid", Err: err}
+			return &ResumeError{RunDir: c.log.where, Reason: "a journaled lens is invalid", Err: err}
 		}
 		if _, ok := c.lenses.find(l.ID); !ok {
 			// A journal written before definitions named their manager

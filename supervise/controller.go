@@ -314,6 +314,13 @@ func (c *Coordinator) checkSteers(ctx context.Context) {
 }
 
 func (c *Coordinator) deliverSteer(req SteerRequest, name string) (SteerEffect, string) {
+	// Its request was journaled (or refused by the fence) just before: a
+	// process that no longer holds the run's store journal steers none
+	// of the workers the run's next holder drives; it stays unknown, as
+	// a claim never acknowledged does.
+	if err := c.log.current(); err != nil {
+		return SteerUnknown, "this process lost the run before delivering the steer: " + err.Error()
+	}
 	if req.SchemaVersion != steerSchemaVersion || validOperationID(req.OperationID) != nil || opHash(req.OperationID)+".json" != name {
 		return SteerRefused, "a malformed request"
 	}

@@ -1817,6 +1817,9 @@ func (c *Coordinator) Steer(ctx context.Context, a SteerArgs) (SteerResult, erro
 			defer c.rootSteers.leave()
 		}
 		req := c.steerRequested(ctx, a, op)
+		if err := c.log.current(); err != nil {
+			return SteerResult{}, steerLost(err)
+		}
 		res := SteerResult{Outcome: string(SteerRefused)}
 		if msg, err := c.authorizeSteer(ctx, req, a.WorkerID); err != nil {
 			res.Reason = err.Error()
@@ -1851,6 +1854,9 @@ func (c *Coordinator) Steer(ctx context.Context, a SteerArgs) (SteerResult, erro
 		}
 	}
 	req := c.steerRequested(ctx, a, op)
+	if err := c.log.current(); err != nil {
+		return SteerResult{}, steerLost(err)
+	}
 	if !live(info) {
 		// Nothing to authorize: the worker cannot take it.
 		res = SteerResult{Outcome: string(SteerNotLive), Reason: notLiveDetail(info)}
@@ -1871,6 +1877,14 @@ func (c *Coordinator) Steer(ctx context.Context, a SteerArgs) (SteerResult, erro
 		res.Progress = c.progressOf(now)
 	}
 	return res, nil
+}
+
+// steerLost is steer_agent's error once its request was journaled (or
+// refused) by a process that no longer holds the run's store journal
+// (runLog.current): the steer is delivered to nobody, since the run's
+// workers are no longer this process's to steer.
+func steerLost(err error) error {
+	return fmt.Errorf("supervise: steer_agent: %w", spawnLogLost(err))
 }
 
 // awaitedDecision returns the id of a question worker id waits on whose
@@ -2159,7 +2173,7 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 			if r.ProfileDigest != "" {
 				p, err := resumeAuthored(r)
 				if err != nil {
-					return &ResumeError{RunDir: c.log.dir, Reason: "re-reading the authored profile of " + string(r.Node), Err: err}
+					return &ResumeError{RunDir: c.log.where, Reason: "re-reading the authored profile of " + string(r.Node), Err: err}
 				}
 				req.Authored = p
 			}
@@ -2171,18 +2185,18 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 			// is not asked again.
 			reply, err := c.scope.admit(req)
 			if err != nil {
-				return &ResumeError{RunDir: c.log.dir, Reason: "replaying spawn of " + string(r.Node), Err: err}
+				return &ResumeError{RunDir: c.log.where, Reason: "replaying spawn of " + string(r.Node), Err: err}
 			}
 			if reply.Node != r.Node {
-				return &ResumeError{RunDir: c.log.dir, Reason: fmt.Sprintf("replayed spawn got id %s, journal says %s", reply.Node, r.Node)}
+				return &ResumeError{RunDir: c.log.where, Reason: fmt.Sprintf("replayed spawn got id %s, journal says %s", reply.Node, r.Node)}
 			}
 			if r.ResumeOf != "" {
 				if err := c.scope.restoreResumeOf(r.Node, r.ResumeOf); err != nil {
-					return &ResumeError{RunDir: c.log.dir, Reason: "replaying the continuity of " + string(r.Node), Err: err}
+					return &ResumeError{RunDir: c.log.where, Reason: "replaying the continuity of " + string(r.Node), Err: err}
 				}
 			}
 			if err := c.scope.Transition(r.Node, StateRunning); err != nil {
-				return &ResumeError{RunDir: c.log.dir, Reason: "replaying " + string(r.Node), Err: err}
+				return &ResumeError{RunDir: c.log.where, Reason: "replaying " + string(r.Node), Err: err}
 			}
 			// Its journaled runtime: a nested manager settled before the
 			// crash is not driven again, and is still a manager (the
@@ -2208,11 +2222,11 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 			}
 			w := c.workers[r.Node]
 			if w == nil {
-				return &ResumeError{RunDir: c.log.dir, Reason: "settlement of unknown node " + string(r.Node)}
+				return &ResumeError{RunDir: c.log.where, Reason: "settlement of unknown node " + string(r.Node)}
 			}
 			st, err := c.scope.Settle(r.Node, Result{State: r.State, Spent: r.Spent.spend(), Reason: r.Reason})
 			if err != nil && st.Node == "" {
-				return &ResumeError{RunDir: c.log.dir, Reason: "replaying settlement of " + string(r.Node), Err: err}
+				return &ResumeError{RunDir: c.log.where, Reason: "replaying settlement of " + string(r.Node), Err: err}
 			}
 			w.outRef, w.verdict, w.delivered, w.reason, w.checkErr, w.session = r.OutRef, r.Verdict, r.Delivered, r.Reason, r.CheckError, r.Session
 			w.sessionRef = checkedRef(r.SessionRef)
@@ -2369,7 +2383,7 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 				continue
 			}
 			if err := c.scope.MarkInDoubt(n.ID); err != nil {
-				return &ResumeError{RunDir: c.log.dir, Reason: "marking " + string(n.ID) + " in doubt", Err: err}
+				return &ResumeError{RunDir: c.log.where, Reason: "marking " + string(n.ID) + " in doubt", Err: err}
 			}
 			if w := c.workers[n.ID]; w != nil {
 				w.reason = errNoExecution

@@ -474,6 +474,13 @@ type AnswerResult struct {
 // (escalateRootDecision); a nested manager's escalation to parent asks
 // its parent manager, whose decision reaches the asker.
 func (c *Coordinator) AnswerQuestion(ctx context.Context, a AnswerArgs) (AnswerResult, error) {
+	// A decision reaches its asker before it is journaled: a process
+	// whose store journal's lease ran out (paused past it; another
+	// process may hold the run now) hands none to a worker of a run no
+	// longer its own, which would run on and spend.
+	if err := c.log.current(); err != nil {
+		return AnswerResult{}, fmt.Errorf("supervise: answer_question: %w", spawnLogLost(err))
+	}
 	if c.parent == nil && a.EscalateTo == "parent" {
 		return c.escalateRootDecision(ctx, a)
 	}

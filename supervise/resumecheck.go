@@ -179,19 +179,23 @@ func escapePointer(s string) string {
 // its budget (Budget, PerWorker; nil in a journal written before they
 // were journaled) and its manager's digest. A run with no journal yet
 // gives an error matching fs.ErrNotExist; a journal that does not start
-// with run-started is a *ResumeError.
+// with run-started is a *ResumeError, and so is a store journal whose
+// first page holds a row that does not decode (as Supervise refuses it).
 func ReadRunStarted(ctx context.Context, o Options) (Record, error) {
 	var first []Record
 	where := o.RunDir
 	switch {
 	case o.SpawnStore != nil:
-		where = "run " + o.RunID + " in the store"
+		where = storeJournalName(o.RunID)
 		recs, _, err := ReadStoreSpawnLog(ctx, o.SpawnStore, o.RunID, "")
 		if errors.Is(err, store.ErrNotFound) {
 			// A process stopped before it created the run's journal
 			// left no run: the run has no journal yet, as an empty run
 			// dir has none.
 			return Record{}, fmt.Errorf("supervise: %s holds no journal: %w (%w)", where, fs.ErrNotExist, err)
+		}
+		if undecodable(err) {
+			return Record{}, &ResumeError{RunDir: where, Reason: "reading the journal", Err: err}
 		}
 		if err != nil {
 			return Record{}, err

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
@@ -328,6 +329,8 @@ func (s *SpendRecord) spend() ledger.Spend {
 // RunExistsError: the run directory already holds a journal and the
 // caller did not ask to resume it (§15 behaviour 47).
 type RunExistsError struct {
+	// RunDir is where the journal is: the run directory, or, for a
+	// journal in a store (Options.SpawnStore), "run <id> in the store".
 	RunDir string
 	RunID  string
 }
@@ -339,6 +342,7 @@ func (e *RunExistsError) Error() string {
 // ResumeError: the journal cannot be resumed as asked (another run id,
 // a record that does not decode, a replayed spawn the scope refuses).
 type ResumeError struct {
+	// RunDir is where the journal is, as RunExistsError's.
 	RunDir string
 	Reason string
 	Err    error
@@ -359,7 +363,12 @@ func (e *ResumeError) Unwrap() error { return e.Err }
 // (the run dir's file, or a run in a store), and always an in-memory
 // copy that read_journal pages through.
 type runLog struct {
-	dir   string
+	dir string
+	// where names the journal in a refusal to resume it (ResumeError,
+	// RunExistsError): the run dir holding its file, or the store's run
+	// ("run <id> in the store", as ReadRunStarted names it), which a run
+	// dir, when it has one, does not hold.
+	where string
 	spawn SpawnLog
 	// lock is the run dir's supervise.lock, held while the spawn journal
 	// is the run dir's file; nil otherwise.
@@ -440,7 +449,7 @@ type spawnLogWrapKey struct{}
 // it would fence that process out and then fail here, leaving the run
 // to nobody.
 func openRunLogWith(ctx context.Context, dir string, openSpawn func(context.Context) (SpawnLog, error)) (*runLog, []Record, error) {
-	l := &runLog{dir: dir}
+	l := &runLog{dir: dir, where: dir}
 	// What this open creates in the run dir, removed again when a store
 	// journal's open is refused (another process holds the run): a
 	// process that never owned the run leaves no files that read as a
@@ -504,6 +513,9 @@ func openRunLogWith(ctx context.Context, dir string, openSpawn func(context.Cont
 			return nil, nil, err
 		}
 		l.spawn, l.questionsInSpawn = sp, true
+		if s, ok := sp.(*StoreSpawnLog); ok {
+			l.where = storeJournalName(s.fence.RunID)
+		}
 	}
 	if l.spawn == nil {
 		return l, nil, nil
@@ -514,7 +526,7 @@ func openRunLogWith(ctx context.Context, dir string, openSpawn func(context.Cont
 	prior, err := l.spawn.Records(ctx)
 	if err != nil {
 		l.close()
-		return nil, nil, &ResumeError{RunDir: dir, Reason: "reading the journal", Err: err}
+		return nil, nil, &ResumeError{RunDir: l.where, Reason: "reading the journal", Err: err}
 	}
 	for _, r := range prior {
 		l.rows.add(r)
@@ -714,6 +726,20 @@ func (l *runLog) heldErr() error {
 		return h.Held()
 	}
 	return nil
+}
+
+// current is heldErr, and also the loss of a store spawn log whose lease
+// ran out by this process's own clock (StoreSpawnLog.current): asked
+// before an effect outside the journal that no store call fences, such
+// as handing a decision to a worker.
+func (l *runLog) current() error {
+	if err := l.lostErr(); err != nil {
+		return err
+	}
+	if c, ok := l.spawn.(interface{ current(time.Time) error }); ok {
+		return c.current(time.Now())
+	}
+	return l.heldErr()
 }
 
 // lost is closed once a spawn log whose holder can lose it (a store

@@ -473,6 +473,19 @@ func ReadStoreSpawnLogHeld(ctx context.Context, st store.Store, runID, after str
 	return out, after, nil
 }
 
+// storeJournalName names the store spawn journal of supervised run
+// runID where an error names a run dir's journal by its directory.
+func storeJournalName(runID string) string { return "run " + runID + " in the store" }
+
+// undecodable reports whether err is a journal row that does not decode:
+// not JSON (*canonjson.DecodeError), or JSON that is not a Record
+// (*canonjson.UnmarshalError).
+func undecodable(err error) bool {
+	_, notJSON := errors.AsType[*canonjson.DecodeError](err)
+	_, notRecord := errors.AsType[*canonjson.UnmarshalError](err)
+	return notJSON || notRecord
+}
+
 // spawnEventID is the id of the n-th event the holder of lease
 // generation gen appends: unique across holders, and naming its writer
 // (eventGeneration).
@@ -503,6 +516,22 @@ func eventGeneration(id string) int64 {
 func (l *StoreSpawnLog) Held() error {
 	if err := l.lost.Load(); err != nil {
 		return *err
+	}
+	return nil
+}
+
+// current is Held, and also the loss once the lease as this process
+// last wrote it ran out by its own clock (it was paused past it, or its
+// renewals failed), before a renewal found out: from then on another
+// process may hold the run, so nothing outside the journal may be done
+// for it. The lapse is recorded as the loss (Lost is closed).
+func (l *StoreSpawnLog) current(now time.Time) error {
+	if err := l.Held(); err != nil {
+		return err
+	}
+	if lapsed := l.lapsed(now); lapsed != nil {
+		l.lose(lapsed)
+		return l.Held()
 	}
 	return nil
 }

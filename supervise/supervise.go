@@ -769,6 +769,12 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 		openSpawn = func(ctx context.Context) (SpawnLog, error) {
 			sl, err := OpenStoreSpawnLog(ctx, o.SpawnStore, runID, StoreSpawnLogOptions{LeaseTTL: o.SpawnLeaseTTL, Logger: logger})
 			if err != nil {
+				if undecodable(err) {
+					// A row no holder wrote (torn, or not a record): refused
+					// as the run dir's journal refuses a line that is no
+					// record, naming where the journal is.
+					return nil, &ResumeError{RunDir: storeJournalName(runID), Reason: "reading the journal", Err: err}
+				}
 				return nil, err
 			}
 			return sl, nil
@@ -797,11 +803,11 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 		first := prior[0]
 		switch {
 		case !o.Resume:
-			return SupervisedResult{}, &RunExistsError{RunDir: runDir, RunID: first.RunID}
+			return SupervisedResult{}, &RunExistsError{RunDir: log.where, RunID: first.RunID}
 		case first.Kind != KindRunStarted:
-			return SupervisedResult{}, &ResumeError{RunDir: runDir, Reason: "the journal does not start with run-started"}
+			return SupervisedResult{}, &ResumeError{RunDir: log.where, Reason: "the journal does not start with run-started"}
 		case runID != "" && runID != first.RunID:
-			return SupervisedResult{}, &ResumeError{RunDir: runDir, Reason: "the journal is another run's",
+			return SupervisedResult{}, &ResumeError{RunDir: log.where, Reason: "the journal is another run's",
 				Err: &RunDirMismatchError{RunDir: runDir, RunID: runID, Recorded: first.RunID}}
 		}
 		runID, start = first.RunID, time.UnixMilli(first.StartedAtMS)
@@ -815,7 +821,7 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 		run, err := adoptJournaled(first, &o, task, managerDigest, logger)
 		var mismatch *ResumeMismatchError
 		if errors.As(err, &mismatch) {
-			return SupervisedResult{}, &ResumeError{RunDir: runDir, Reason: "the options differ from the journal", Err: err}
+			return SupervisedResult{}, &ResumeError{RunDir: log.where, Reason: "the options differ from the journal", Err: err}
 		}
 		if err != nil {
 			return SupervisedResult{}, err
@@ -909,7 +915,7 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 		c.replayQuestions(ctx, prior)
 		if o.ReturnEnded {
 			if ended, err = journaledOutcome(prior); err != nil {
-				return SupervisedResult{}, &ResumeError{RunDir: runDir, Reason: "the journal's finished record is not a result", Err: err}
+				return SupervisedResult{}, &ResumeError{RunDir: log.where, Reason: "the journal's finished record is not a result", Err: err}
 			}
 		}
 	} else {
@@ -1058,7 +1064,7 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 		// brain driven and no worker run (a process killed after the
 		// finished record is resumed, not re-run).
 		if resumeErr != nil {
-			return SupervisedResult{}, &ResumeError{RunDir: runDir, Reason: "OnResume of a finished run", Err: resumeErr}
+			return SupervisedResult{}, &ResumeError{RunDir: log.where, Reason: "OnResume of a finished run", Err: resumeErr}
 		}
 		res := c.finishedResult(ended)
 		res.Resumed = true

@@ -354,11 +354,11 @@ func (c *Coordinator) recordedTranscript() ([]contract.ChatMessage, []TakenEvent
 			if t.Ref != "" {
 				v, err := c.log.getBlob(t.Ref)
 				if err != nil {
-					return nil, nil, nil, &ResumeError{RunDir: c.log.dir, Reason: "reading back the manager " + string(c.self) + "'s transcript", Err: err}
+					return nil, nil, nil, &ResumeError{RunDir: c.log.where, Reason: "reading back the manager " + string(c.self) + "'s transcript", Err: err}
 				}
 				var full TranscriptMessage
 				if err := canonjson.FromValue(v, &full); err != nil || full.Ref != "" {
-					return nil, nil, nil, &ResumeError{RunDir: c.log.dir, Reason: "reading back the manager " + string(c.self) + "'s transcript: blob " + t.Ref + " is not a message", Err: err}
+					return nil, nil, nil, &ResumeError{RunDir: c.log.where, Reason: "reading back the manager " + string(c.self) + "'s transcript: blob " + t.Ref + " is not a message", Err: err}
 				}
 				t = full
 			}
