@@ -1,10 +1,18 @@
 package cli_test
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/agentrt/agentrt/supervise"
 )
@@ -79,5 +87,113 @@ func TestSC18CheckCommandKilledBySignal(t *testing.T) {
 	reason := member(member(workers[0], "verdict"), "reason").Str()
 	if strings.Contains(reason, "exited -1") || !strings.Contains(reason, "signal") || !strings.Contains(reason, "killed") {
 		t.Errorf("verdict reason %q: want it killed by a signal, not an exit status", reason)
+	}
+}
+
+// TestSC18ResumeKeepsDeadlineAndRerunIsRefused drives agentrt as a user
+// would across a SIGKILL: a run (--timeout 8s) whose fast worker settled
+// and whose slow worker is mid-turn is killed. Re-running the same run dir
+// without --resume is refused (exit 2, behaviour 47) and leaves the
+// journal byte for byte; a --resume after the original deadline ends at
+// once (behaviour 40: the absolute deadline is kept, not restarted), the
+// settled worker is replayed without its check running again (behaviour
+// 46: the check command counts its executions), the in-doubt worker is
+// charged its ceiling and named in spendGaps as never-settled, and
+// tokensKnown is false because spendGaps is not empty (behaviour 43).
+func TestSC18ResumeKeepsDeadlineAndRerunIsRefused(t *testing.T) {
+	const timeout = 8 * time.Second
+	tmp := t.TempDir()
+	dir := filepath.Join(tmp, "run")
+	db := filepath.Join(tmp, "runs.db")
+	count := filepath.Join(tmp, "checks")
+	workers := writeFile(t, "workers.json", `{"turns": [
+		{"match": "fast", "repeat": true, "steps": [{"text": "fast result"}, {"usage": {"inputTokens": 5, "outputTokens": 5}, "mode": "delta"}]},
+		{"match": "slow", "repeat": true, "steps": [{"delayMs": 600000}, {"text": "slow result"}]}]}`)
+	first := managerScript(t, `{"turns": [
+		{"calls": [{"verb": "spawn_worker", "args": {"profile": "note-writer", "label": "fast", "task": "fast"}},
+		           {"verb": "spawn_worker", "args": {"profile": "note-writer", "label": "slow", "task": "slow"}}],
+		 "usage": {"inputTokens": 10, "outputTokens": 2}},
+		{"calls": [{"verb": "await_event", "args": {"timeoutMs": 60000}}], "usage": {"inputTokens": 1, "outputTokens": 1}},
+		{"hang": true}]}`)
+	args := func(script string, extra ...string) []string {
+		return append([]string{"supervise", supManager, "--worker", noteWriter, "--manager-script", script, "--script", workers,
+			"--check-cmd", "cat >/dev/null; echo ran >> " + count, "--run-dir", dir, "--db", db}, extra...)
+	}
+	started := time.Now()
+	cmd, _, _ := startAgentrtEP(t, args(first, "--task", "Write release notes.", "--run-id", "sc18", "--timeout", timeout.String(),
+		"--worker-tokens", "1000")...)
+	journalHas(t, dir, "the fast worker's settle", func(m map[string]any) bool {
+		return m["kind"] == "settled" && m["node"] == "sc18:s1"
+	})
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	journal := filepath.Join(dir, supervise.SpawnJournalFile)
+	before, err := os.ReadFile(journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Behaviour 47: the same run dir without --resume is refused.
+	_, errOut, code := run(t, "", args(first, "--task", "Write release notes.", "--run-id", "sc18", "--json")...)
+	if code != 2 || !strings.Contains(errOut, "--resume") {
+		t.Errorf("a rerun without --resume: exit %d, want 2 with a hint to --resume\n%s", code, errOut)
+	}
+	if after, err := os.ReadFile(journal); err != nil || !bytes.Equal(before, after) {
+		t.Errorf("the refused rerun changed the journal (err %v)", err)
+	}
+
+	// Behaviour 40: resume once the original deadline has passed.
+	time.Sleep(time.Until(started.Add(timeout + time.Second)))
+	hang := managerScript(t, `{"turns": [{"hang": true}]}`)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	resume := exec.CommandContext(ctx, buildAgentrt(t), args(hang, "--resume", "--json")...)
+	var out, rerr bytes.Buffer
+	resume.Stdout, resume.Stderr = &out, &rerr
+	begun := time.Now()
+	err = resume.Run()
+	took := time.Since(begun)
+	if took >= timeout {
+		t.Errorf("the resume after the deadline took %s: it ran a fresh deadline instead of keeping the original one\n%s", took, rerr.String())
+	}
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatalf("resume: %v\n%s", err, rerr.String())
+	}
+	var res struct {
+		Status, Kind string
+		Resumed      bool
+		Winner       struct{ Node string }
+		SpentTotal   struct {
+			Tokens      struct{ Total int64 }
+			TokensKnown bool
+		}
+		SpendGaps []struct {
+			ID, Kind string
+			Channels []string
+		}
+	}
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatalf("resume --json is not JSON: %v\n%s\n%s", err, out.String(), rerr.String())
+	}
+	if res.Status != "winner" || res.Kind != "winner" || res.Winner.Node != "sc18:s1" || !res.Resumed || resume.ProcessState.ExitCode() != 0 {
+		t.Errorf("resume: exit %d, %+v, want the replayed fast worker winning with exit 0\n%s", resume.ProcessState.ExitCode(), res, rerr.String())
+	}
+	if b, err := os.ReadFile(count); err != nil || strings.Count(string(b), "ran") != 1 {
+		t.Errorf("the check command ran %q times (err %v), want once: the settled worker was judged again", b, err)
+	}
+	gap := false
+	for _, g := range res.SpendGaps {
+		if g.ID == "sc18:s2" && g.Kind == "never-settled" && slices.Contains(g.Channels, "tokens") {
+			gap = true
+		}
+	}
+	if !gap || res.SpentTotal.TokensKnown || res.SpentTotal.Tokens.Total < 1000 {
+		t.Errorf("the in-doubt worker must be charged its 1000-token ceiling and named never-settled: %+v\n%s", res, out.String())
+	}
+	if res.SpentTotal.TokensKnown != (len(res.SpendGaps) == 0) {
+		t.Errorf("tokensKnown %v with %d spendGaps (behaviour 43)", res.SpentTotal.TokensKnown, len(res.SpendGaps))
 	}
 }
