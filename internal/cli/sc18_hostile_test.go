@@ -197,3 +197,20 @@ func TestSC18ResumeKeepsDeadlineAndRerunIsRefused(t *testing.T) {
 		t.Errorf("tokensKnown %v with %d spendGaps (behaviour 43)", res.SpentTotal.TokensKnown, len(res.SpendGaps))
 	}
 }
+
+// TestSC18ExplicitZeroWorkerTokensRefused: --worker-tokens 0 given on
+// purpose is refused as a usage error (exit 2, before anything starts),
+// as --iterations 0 and an empty --expect or --check-cmd are, instead of
+// being silently replaced by the default share of --budget-tokens (a
+// reservation the user did not ask for, 50,000 tokens here).
+func TestSC18ExplicitZeroWorkerTokensRefused(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	script := managerScript(t, `{"turns": [`+spawnNote+`, `+awaitOne+`, `+answerDone+`]}`)
+	out, errOut, code := run(t, "", superviseArgs(t, script, dir, "--json", "--worker-tokens", "0")...)
+	if code != 2 || !strings.Contains(errOut, "--worker-tokens") {
+		t.Errorf("--worker-tokens 0: exit %d, want 2 naming the flag\n%s%s", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, supervise.SpawnJournalFile)); err == nil {
+		t.Errorf("a run started with --worker-tokens 0")
+	}
+}

@@ -194,6 +194,8 @@ none or its journal lost part of it, 2 on usage errors.`,
 				return usage("--budget-tokens and --iterations must be positive")
 			case budgetUSD < 0 || workerUSD < 0 || workerTokens < 0 || maxLive < 0:
 				return usage("budgets and --max-live cannot be negative")
+			case cmd.Flags().Changed("worker-tokens") && workerTokens == 0:
+				return usage("--worker-tokens 0 would reserve no tokens for a worker: give a positive count, or leave the flag out (the default is a share of --budget-tokens)")
 			case resume && runDir == "" && runID == "":
 				return usage("--resume needs the run to continue: its --run-dir, or its --run-id in the --workspace")
 			case managerScript != "" && providerName != "scripted":
