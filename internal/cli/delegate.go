@@ -378,6 +378,10 @@ func commandDeliverable(cmd string, timeout time.Duration) supervise.Deliverable
 				return kernel.Verdict{}, fmt.Errorf("the check command did not finish within %s", timeout)
 			case errors.As(err, &exit):
 				reason := fmt.Sprintf("the check command exited %d", exit.ExitCode())
+				if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+					// ExitCode is -1 for a process a signal killed: say which.
+					reason = fmt.Sprintf("the check command was killed by signal %d (%s)", int(ws.Signal()), ws.Signal())
+				}
 				if msg := strings.TrimSpace(scrubCheckOutput(stderr.String(), checkSecrets(c.Environ()))); msg != "" {
 					reason += ": " + msg
 				}

@@ -194,6 +194,8 @@ none or its journal lost part of it, 2 on usage errors.`,
 				return usage("--budget-tokens and --iterations must be positive")
 			case budgetUSD < 0 || workerUSD < 0 || workerTokens < 0 || maxLive < 0:
 				return usage("budgets and --max-live cannot be negative")
+			case cmd.Flags().Changed("worker-tokens") && workerTokens == 0:
+				return usage("--worker-tokens 0 would reserve no tokens for a worker: give a positive count, or leave the flag out (the default is a share of --budget-tokens)")
 			case resume && runDir == "" && runID == "":
 				return usage("--resume needs the run to continue: its --run-dir, or its --run-id in the --workspace")
 			case managerScript != "" && providerName != "scripted":
@@ -763,7 +765,76 @@ type managerScript struct {
 	Cycle bool `json:"cycle"`
 }
 
+// managerScriptMembers are the members each object of a manager script
+// may hold, by where it sits: the script, a turn, a call, a usage.
+var managerScriptMembers = struct{ script, turn, call, usage []string }{
+	script: []string{"turns", "cycle"},
+	turn:   []string{"calls", "text", "usage", "hang"},
+	call:   []string{"verb", "tool", "args"},
+	usage:  []string{"inputTokens", "outputTokens", "cost"},
+}
+
+// checkManagerScriptShape reads data strictly (canonjson: one document, a
+// member given once, bounded nesting) and refuses a member the script's
+// form does not have, each refusal naming its JSON pointer. encoding/json
+// alone would read a member given twice last-wins and name neither where
+// a document breaks off nor where an unknown member sits.
+func checkManagerScriptShape(data []byte) error {
+	v, err := canonjson.DecodeWith(data, canonjson.DecodeOptions{MaxValues: -1})
+	if err != nil {
+		return err
+	}
+	unknown := func(o canonjson.Value, at string, known []string) error {
+		if o.Kind() != canonjson.Object {
+			return nil // encoding/json says what the value should be
+		}
+		for _, m := range o.Members() {
+			if !slices.Contains(known, m.Name) {
+				return fmt.Errorf("at %q: unknown member %q (known: %s)", at+"/"+jsonPointerToken(m.Name), m.Name, strings.Join(known, ", "))
+			}
+		}
+		return nil
+	}
+	if err := unknown(v, "", managerScriptMembers.script); err != nil {
+		return err
+	}
+	turns, _ := v.Get("turns")
+	if turns.Kind() != canonjson.Array {
+		return nil
+	}
+	for i, turn := range turns.Items() {
+		at := fmt.Sprintf("/turns/%d", i)
+		if err := unknown(turn, at, managerScriptMembers.turn); err != nil {
+			return err
+		}
+		if turn.Kind() != canonjson.Object {
+			continue
+		}
+		if u, ok := turn.Get("usage"); ok {
+			if err := unknown(u, at+"/usage", managerScriptMembers.usage); err != nil {
+				return err
+			}
+		}
+		if calls, ok := turn.Get("calls"); ok && calls.Kind() == canonjson.Array {
+			for j, c := range calls.Items() {
+				if err := unknown(c, fmt.Sprintf("%s/calls/%d", at, j), managerScriptMembers.call); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// jsonPointerToken escapes name as one RFC 6901 reference token.
+func jsonPointerToken(name string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(name, "~", "~0"), "/", "~1")
+}
+
 func parseManagerScript(data []byte) (scripted.ChatScript, error) {
+	if err := checkManagerScriptShape(data); err != nil {
+		return scripted.ChatScript{}, err
+	}
 	var ms managerScript
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
