@@ -40,7 +40,9 @@ type mcpDelegateFlags struct {
 	// checkCmdGiven: --check-cmd was given (an empty one is refused).
 	checkCmdGiven bool
 	// budgetUSDGiven: --budget-usd was given (0 is refused: see zeroDollarCap).
-	budgetUSDGiven                             bool
+	budgetUSDGiven bool
+	// workerTokensGiven: --worker-tokens was given (0 is refused).
+	workerTokensGiven                          bool
 	checkTimeout                               time.Duration
 	runDir                                     string
 	budgetTokens, iterations, workerTokens     int64
@@ -105,6 +107,7 @@ traced over OTLP/HTTP as agentrt supervise's is.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.checkCmdGiven = cmd.Flags().Changed("check-cmd")
 			f.budgetUSDGiven = cmd.Flags().Changed("budget-usd")
+			f.workerTokensGiven = cmd.Flags().Changed("worker-tokens")
 			return runMCPDelegate(cmd.Context(), stdio, open, f)
 		},
 	}
@@ -157,6 +160,8 @@ func runMCPDelegate(ctx context.Context, stdio IO, open providerOpener, f mcpDel
 		return usage("--budget-tokens and --iterations must be positive")
 	case f.budgetUSD < 0 || f.workerUSD < 0 || f.workerTokens < 0 || f.maxLive < 0 || f.maxTurns < 0:
 		return usage("budgets, --max-live and --max-turns cannot be negative")
+	case f.workerTokensGiven && f.workerTokens == 0:
+		return usage(zeroWorkerTokens)
 	case f.concurrency < 1 || f.concurrency > delegation.MaxConcurrency:
 		return usage("--concurrency must be between 1 and %d", delegation.MaxConcurrency)
 	case f.checkCmdGiven && strings.TrimSpace(f.checkCmd) == "":

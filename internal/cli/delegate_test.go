@@ -195,6 +195,8 @@ func TestMCPDelegateUsage(t *testing.T) {
 		{"no worker", []string{"mcp", "delegate", "--manager", supManager}, "--worker"},
 		{"open beyond loopback", []string{"mcp", "delegate", "--manager", supManager, "--worker", noteWriter, "--http", "0.0.0.0:0"}, "without a token"},
 		{"bad cap", []string{"mcp", "delegate", "--manager", supManager, "--worker", noteWriter, "--budget-tokens", "0"}, "positive"},
+		// An explicit 0 reserves nothing: refused, not read as "the default share".
+		{"zero worker tokens", []string{"mcp", "delegate", "--manager", supManager, "--worker", noteWriter, "--worker-tokens", "0"}, "--worker-tokens 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("AGENTRT_MCP_TOKEN", "")

@@ -195,7 +195,7 @@ none or its journal lost part of it, 2 on usage errors.`,
 			case budgetUSD < 0 || workerUSD < 0 || workerTokens < 0 || maxLive < 0:
 				return usage("budgets and --max-live cannot be negative")
 			case cmd.Flags().Changed("worker-tokens") && workerTokens == 0:
-				return usage("--worker-tokens 0 would reserve no tokens for a worker: give a positive count, or leave the flag out (the default is a share of --budget-tokens)")
+				return usage(zeroWorkerTokens)
 			case resume && runDir == "" && runID == "":
 				return usage("--resume needs the run to continue: its --run-dir, or its --run-id in the --workspace")
 			case managerScript != "" && providerName != "scripted":
@@ -765,8 +765,13 @@ type managerScript struct {
 	Cycle bool `json:"cycle"`
 }
 
+// zeroWorkerTokens refuses an explicit --worker-tokens 0 (agentrt
+// supervise, agentrt mcp delegate): 0 is not "the default share".
+const zeroWorkerTokens = "--worker-tokens 0 would reserve no tokens for a worker: give a positive count, or leave the flag out (the default is a share of --budget-tokens)"
+
 // managerScriptMembers are the members each object of a manager script
-// may hold, by where it sits: the script, a turn, a call, a usage.
+// may hold, by where it sits: the script, a turn, a call, a usage — the
+// JSON names of managerScript's fields (keep the two together).
 var managerScriptMembers = struct{ script, turn, call, usage []string }{
 	script: []string{"turns", "cycle"},
 	turn:   []string{"calls", "text", "usage", "hang"},
@@ -790,7 +795,7 @@ func checkManagerScriptShape(data []byte) error {
 		}
 		for _, m := range o.Members() {
 			if !slices.Contains(known, m.Name) {
-				return fmt.Errorf("at %q: unknown member %q (known: %s)", at+"/"+jsonPointerToken(m.Name), m.Name, strings.Join(known, ", "))
+				return fmt.Errorf("at %q: unknown member %q (known: %s)", string(canonjson.AppendPointerToken([]byte(at), m.Name)), m.Name, strings.Join(known, ", "))
 			}
 		}
 		return nil
@@ -824,11 +829,6 @@ func checkManagerScriptShape(data []byte) error {
 		}
 	}
 	return nil
-}
-
-// jsonPointerToken escapes name as one RFC 6901 reference token.
-func jsonPointerToken(name string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(name, "~", "~0"), "/", "~1")
 }
 
 func parseManagerScript(data []byte) (scripted.ChatScript, error) {
