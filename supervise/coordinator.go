@@ -1019,11 +1019,14 @@ func (c *Coordinator) settleAs(ctx context.Context, w *worker, res WorkResult, s
 	bg := context.WithoutCancel(ctx)
 	if state == StateDone && !isAnalyst {
 		// Settlement is not delivery: only the independent check passing
-		// delivers. A check that errors or panics does not deliver.
+		// delivers. A check that errors or panics does not deliver: its
+		// verdict is not passed (§15 behaviour 41: valid only when the
+		// check resolved exactly true), CheckError saying why.
 		v, err := c.runCheck(bg, Output{Node: w.id, Text: res.Text, Value: res.Output})
 		switch {
 		case err != nil:
 			w.checkErr = clip(err.Error(), MaxReasonBytes)
+			w.verdict = &kernel.Verdict{Passed: false, Reason: w.checkErr}
 		default:
 			v.Reason = clip(v.Reason, MaxReasonBytes)
 			w.verdict, w.delivered = &v, v.Passed
@@ -1943,12 +1946,13 @@ func (c *Coordinator) Submit(ctx context.Context, a SubmitArgs) (SubmitResult, e
 		return SubmitResult{}, &VerbRefusal{Code: string(CodeScopeSettled), Reason: clip("the manager ended ("+ended.Error()+"): the run takes no result now", MaxReasonBytes)}
 	}
 	v, err := c.runCheck(ctx, Output{Node: c.self, Text: a.Result})
-	if err != nil || !v.Passed {
-		r := SubmitResult{Expectation: c.check.Describe}
-		if err == nil {
-			r.Verdict = &v
-		}
-		return r, nil
+	if err != nil {
+		// A check that could not judge is not passed (behaviour 41); the
+		// manager is told why, as a worker's settlement tells it.
+		v = kernel.Verdict{Passed: false, Reason: clip(err.Error(), MaxReasonBytes)}
+	}
+	if !v.Passed {
+		return SubmitResult{Expectation: c.check.Describe, Verdict: &v}, nil
 	}
 	val := resultValue(a.Result, canonjson.Value{})
 	ref, err := c.log.putBlob(ctx, val)

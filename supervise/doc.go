@@ -21,7 +21,11 @@
 // Executor port (KernelExecutor runs a worker profile through
 // kernel.Execute on any contract.Provider); each is reserved from the
 // Scope before it runs and settled with what it really spent, and is
-// delivered only when the caller's Deliverable check passed. Every state
+// delivered only when the caller's Deliverable check passed; a check
+// that errs, panics or outlives its timeout delivers nothing, its
+// verdict not passed with the reason and WorkerSummary.CheckError (or a
+// submit_result's verdict) saying why (§15 behaviour 41:
+// TestOutsideThrowingCheck). Every state
 // change is appended to the run dir's spawn journal (package journal)
 // before it is visible; a run started again on the same dir with Resume
 // replays settled workers instead of executing them, charges workers

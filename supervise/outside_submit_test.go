@@ -112,13 +112,15 @@ func TestOutsideThrowingCheck(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				if ev.Delivered == nil || *ev.Delivered {
-					t.Errorf("settlement with a throwing check = %+v, want delivered false", ev)
+				// Behaviour 41: a throwing check is valid:false — a verdict
+				// not passed, saying why — not a missing verdict.
+				if ev.Delivered == nil || *ev.Delivered || ev.Verdict == nil || ev.Verdict.Passed || !strings.Contains(ev.Verdict.Reason, "check") {
+					t.Errorf("settlement with a throwing check = %+v (verdict %+v), want delivered false with a verdict not passed saying why", ev, ev.Verdict)
 				}
 				tokensAfter = committed(c, ledger.ChannelTokens)
 				sub, err := c.Submit(ctx, supervise.SubmitArgs{Result: "PASS from manager"})
-				if sub.Accepted {
-					t.Errorf("submit with a throwing check = %+v, %v; want not accepted", sub, err)
+				if sub.Accepted || sub.Verdict == nil || sub.Verdict.Passed || sub.Verdict.Reason == "" {
+					t.Errorf("submit with a throwing check = %+v, %v; want not accepted, its verdict not passed saying why", sub, err)
 				}
 				return nil
 			})
@@ -134,7 +136,8 @@ func TestOutsideThrowingCheck(t *testing.T) {
 			if res.Spent.Tokens != 100 || !res.Spent.TokensKnown {
 				t.Errorf("spentTotal tokens = %d (known %v), want 100 known", res.Spent.Tokens, res.Spent.TokensKnown)
 			}
-			if len(res.Tree) != 1 || res.Tree[0].Delivered || res.Tree[0].State != supervise.StateDone || res.Tree[0].CheckError == "" {
+			if len(res.Tree) != 1 || res.Tree[0].Delivered || res.Tree[0].State != supervise.StateDone || res.Tree[0].CheckError == "" ||
+				res.Tree[0].Verdict == nil || res.Tree[0].Verdict.Passed {
 				t.Errorf("tree = %+v, want one done, undelivered worker with its check error", res.Tree)
 			}
 		})

@@ -1193,10 +1193,11 @@ func deliveryText(delivered bool, v *kernel.Verdict, checkErr, reason string) st
 		s = "delivered"
 	}
 	switch {
+	case checkErr != "":
+		// Its verdict (not passed) says the same: the check could not judge.
+		s += " (check not judged: " + oneLine(checkErr) + ")"
 	case v != nil && v.Reason != "":
 		s += " (" + oneLine(v.Reason) + ")"
-	case checkErr != "":
-		s += " (check not judged: " + oneLine(checkErr) + ")"
 	case reason != "":
 		s += " (" + oneLine(reason) + ")"
 	}
