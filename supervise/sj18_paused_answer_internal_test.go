@@ -47,27 +47,20 @@ func TestSJ18PausedManagerPastItsLeaseDeliversNoAnswer(t *testing.T) {
 	defer st.Close()
 	var answered AnswerResult
 	var answerErr error
-	o := Options{
-		Budget:    ledger.Budget{Tokens: n(10_000), Iterations: n(10), MicroUSD: n(1_000_000)},
-		PerWorker: ledger.Budget{Tokens: n(1_000), Iterations: n(1), MicroUSD: n(100_000)},
-		Profiles:  map[string]*profile.Profile{"writer": writer}, Executor: asking, RunID: "run1",
-		SpawnStore: st, SpawnLeaseTTL: 6 * time.Second,
-		Deliverable: Deliverable{Check: func(context.Context, Output) (kernel.Verdict, error) { return kernel.Verdict{Passed: true}, nil }},
-		Brain: BrainFunc(func(ctx context.Context, c *Coordinator, _ string) (BrainReport, error) {
-			if _, err := c.Spawn(ctx, SpawnArgs{Profile: "writer", Task: "paint"}); err != nil {
-				return BrainReport{}, err
-			}
-			if _, err := c.Await(ctx, AwaitArgs{TimeoutMS: 60_000, Kinds: []string{EventQuestion}}); err != nil {
-				return BrainReport{}, err
-			}
-			if err := pausedPastLease(ctx, c, st, true); err != nil {
-				return BrainReport{}, err
-			}
-			answered, answerErr = c.AnswerQuestion(ctx, AnswerArgs{QuestionID: "q1", Answer: "blue"})
-			<-ctx.Done() // the loss stops the brain
-			return BrainReport{}, context.Cause(ctx)
-		}),
-	}
+	o := sj18Options(writer, asking, st, BrainFunc(func(ctx context.Context, c *Coordinator, _ string) (BrainReport, error) {
+		if _, err := c.Spawn(ctx, SpawnArgs{Profile: "writer", Task: "paint"}); err != nil {
+			return BrainReport{}, err
+		}
+		if _, err := c.Await(ctx, AwaitArgs{TimeoutMS: 60_000, Kinds: []string{EventQuestion}}); err != nil {
+			return BrainReport{}, err
+		}
+		if err := pausedPastLease(ctx, c, st, true); err != nil {
+			return BrainReport{}, err
+		}
+		answered, answerErr = c.AnswerQuestion(ctx, AnswerArgs{QuestionID: "q1", Answer: "blue"})
+		<-ctx.Done() // the loss stops the brain
+		return BrainReport{}, context.Cause(ctx)
+	}))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	_, err = Supervise(ctx, manager, "t", o)
@@ -81,6 +74,24 @@ func TestSJ18PausedManagerPastItsLeaseDeliversNoAnswer(t *testing.T) {
 	}
 	if answered.Delivered {
 		t.Errorf("answer_question said delivered for a run this process no longer held: %+v", answered)
+	}
+}
+
+// sj18Options is the run every SJ18 paused-manager test starts: one
+// writer worker on exec, journaled in st under a 6 s lease, every output
+// passing its check, driven by brain.
+func sj18Options(writer *profile.Profile, exec Executor, st store.Store, brain Brain) Options {
+	n := func(v int64) *int64 { return &v }
+	return Options{
+		Budget:        ledger.Budget{Tokens: n(10_000), Iterations: n(10), MicroUSD: n(1_000_000)},
+		PerWorker:     ledger.Budget{Tokens: n(1_000), Iterations: n(1), MicroUSD: n(100_000)},
+		Profiles:      map[string]*profile.Profile{"writer": writer},
+		Executor:      exec,
+		RunID:         "run1",
+		SpawnStore:    st,
+		SpawnLeaseTTL: 6 * time.Second,
+		Deliverable:   Deliverable{Check: func(context.Context, Output) (kernel.Verdict, error) { return kernel.Verdict{Passed: true}, nil }},
+		Brain:         brain,
 	}
 }
 
@@ -133,7 +144,6 @@ func TestSJ18PausedManagerSteersNoWorker(t *testing.T) {
 	for _, lapsed := range []bool{true, false} {
 		t.Run(map[bool]string{true: "lapsed", false: "fenced"}[lapsed], func(t *testing.T) {
 			writer, manager := writerAndManager(t)
-			n := func(v int64) *int64 { return &v }
 			exec := steeredExec{started: make(chan NodeID, 1), got: make(chan string, 4)}
 			st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "runs.db"), sqlite.Options{})
 			if err != nil {
@@ -142,30 +152,24 @@ func TestSJ18PausedManagerSteersNoWorker(t *testing.T) {
 			defer st.Close()
 			var steered SteerResult
 			var steerErr error
-			o := Options{
-				Budget:    ledger.Budget{Tokens: n(10_000), Iterations: n(10), MicroUSD: n(1_000_000)},
-				PerWorker: ledger.Budget{Tokens: n(1_000), Iterations: n(1), MicroUSD: n(100_000)},
-				Profiles:  map[string]*profile.Profile{"writer": writer}, Executor: exec, RunID: "run1", BudgetExempt: true,
-				SpawnStore: st, SpawnLeaseTTL: 6 * time.Second,
-				Deliverable: Deliverable{Check: func(context.Context, Output) (kernel.Verdict, error) { return kernel.Verdict{Passed: true}, nil }},
-				Brain: BrainFunc(func(ctx context.Context, c *Coordinator, _ string) (BrainReport, error) {
-					if _, err := c.Spawn(ctx, SpawnArgs{Profile: "writer", Task: "paint"}); err != nil {
-						return BrainReport{}, err
-					}
-					var id NodeID
-					select {
-					case id = <-exec.started:
-					case <-time.After(2 * time.Minute):
-						return BrainReport{}, errors.New("the worker did not start")
-					}
-					if err := pausedPastLease(ctx, c, st, lapsed); err != nil {
-						return BrainReport{}, err
-					}
-					steered, steerErr = c.Steer(ctx, SteerArgs{WorkerID: id, Instruction: "focus"})
-					<-ctx.Done() // the loss stops the brain
-					return BrainReport{}, context.Cause(ctx)
-				}),
-			}
+			o := sj18Options(writer, exec, st, BrainFunc(func(ctx context.Context, c *Coordinator, _ string) (BrainReport, error) {
+				if _, err := c.Spawn(ctx, SpawnArgs{Profile: "writer", Task: "paint"}); err != nil {
+					return BrainReport{}, err
+				}
+				var id NodeID
+				select {
+				case id = <-exec.started:
+				case <-time.After(2 * time.Minute):
+					return BrainReport{}, errors.New("the worker did not start")
+				}
+				if err := pausedPastLease(ctx, c, st, lapsed); err != nil {
+					return BrainReport{}, err
+				}
+				steered, steerErr = c.Steer(ctx, SteerArgs{WorkerID: id, Instruction: "focus"})
+				<-ctx.Done() // the loss stops the brain
+				return BrainReport{}, context.Cause(ctx)
+			}))
+			o.BudgetExempt = true
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			if _, err := Supervise(ctx, manager, "t", o); !errors.Is(err, ErrSpawnLogLost) {
@@ -193,7 +197,6 @@ func TestSJ18PausedManagerDeliversNoSteerFile(t *testing.T) {
 	for _, lapsed := range []bool{true, false} {
 		t.Run(map[bool]string{true: "lapsed", false: "fenced"}[lapsed], func(t *testing.T) {
 			writer, manager := writerAndManager(t)
-			n := func(v int64) *int64 { return &v }
 			exec := steeredExec{started: make(chan NodeID, 1), got: make(chan string, 4)}
 			st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "runs.db"), sqlite.Options{})
 			if err != nil {
@@ -201,36 +204,30 @@ func TestSJ18PausedManagerDeliversNoSteerFile(t *testing.T) {
 			}
 			defer st.Close()
 			dir := t.TempDir()
-			o := Options{
-				Budget:    ledger.Budget{Tokens: n(10_000), Iterations: n(10), MicroUSD: n(1_000_000)},
-				PerWorker: ledger.Budget{Tokens: n(1_000), Iterations: n(1), MicroUSD: n(100_000)},
-				Profiles:  map[string]*profile.Profile{"writer": writer}, Executor: exec, RunID: "run1", BudgetExempt: true,
-				SpawnStore: st, SpawnLeaseTTL: 6 * time.Second, RunDir: dir,
-				Deliverable: Deliverable{Check: func(context.Context, Output) (kernel.Verdict, error) { return kernel.Verdict{Passed: true}, nil }},
-				Brain: BrainFunc(func(ctx context.Context, c *Coordinator, _ string) (BrainReport, error) {
-					if _, err := c.Spawn(ctx, SpawnArgs{Profile: "writer", Task: "paint"}); err != nil {
-						return BrainReport{}, err
-					}
-					var id NodeID
-					select {
-					case id = <-exec.started:
-					case <-time.After(2 * time.Minute):
-						return BrainReport{}, errors.New("the worker did not start")
-					}
-					if err := pausedPastLease(ctx, c, st, lapsed); err != nil {
-						return BrainReport{}, err
-					}
-					if _, err := WriteWorkerSteer(ctx, dir, string(id), WorkerSteer{OperationID: "op-1", Message: "focus"}); err != nil {
-						return BrainReport{}, err
-					}
-					select {
-					case <-ctx.Done(): // the loss, once the scan found it, stops the brain
-					case <-time.After(2 * time.Minute):
-						return BrainReport{}, errors.New("the steer request was never taken")
-					}
-					return BrainReport{}, context.Cause(ctx)
-				}),
-			}
+			o := sj18Options(writer, exec, st, BrainFunc(func(ctx context.Context, c *Coordinator, _ string) (BrainReport, error) {
+				if _, err := c.Spawn(ctx, SpawnArgs{Profile: "writer", Task: "paint"}); err != nil {
+					return BrainReport{}, err
+				}
+				var id NodeID
+				select {
+				case id = <-exec.started:
+				case <-time.After(2 * time.Minute):
+					return BrainReport{}, errors.New("the worker did not start")
+				}
+				if err := pausedPastLease(ctx, c, st, lapsed); err != nil {
+					return BrainReport{}, err
+				}
+				if _, err := WriteWorkerSteer(ctx, dir, string(id), WorkerSteer{OperationID: "op-1", Message: "focus"}); err != nil {
+					return BrainReport{}, err
+				}
+				select {
+				case <-ctx.Done(): // the loss, once the scan found it, stops the brain
+				case <-time.After(2 * time.Minute):
+					return BrainReport{}, errors.New("the steer request was never taken")
+				}
+				return BrainReport{}, context.Cause(ctx)
+			}))
+			o.BudgetExempt, o.RunDir = true, dir
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			if _, err := Supervise(ctx, manager, "t", o); !errors.Is(err, ErrSpawnLogLost) {
