@@ -83,7 +83,7 @@ func run(ctx context.Context, p proc, onLine func([]byte) bool) exit {
 	cmd.Dir, cmd.Env = p.dir, p.env
 	cmd.Stdin = strings.NewReader(p.stdin)
 	cmd.Stdout, cmd.Stderr = w, ew
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = harnessSysProcAttr()
 	if err := cmd.Start(); err != nil {
 		w.Close()
 		ew.Close()

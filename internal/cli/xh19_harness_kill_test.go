@@ -1,0 +1,310 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentrt/agentrt/internal/clitest"
+)
+
+// xh19API is a local Anthropic Messages API for a claude-code manager
+// and its claude-code workers. The manager (a call offering the
+// coordination tools) follows managerStep, chosen by the number of tool
+// results its call carries; a worker's call answers "alpha: DONE" unless
+// hangWorkers, when it is held open until the client leaves or the
+// server closes. It counts calls and keeps the manager's bodies.
+type xh19API struct {
+	url         string
+	mu          sync.Mutex
+	mgr, wrk    int
+	mgrBodies   []string
+	hangWorkers bool
+	managerStep func(results int, body string) (tool, input, text string)
+	release     chan struct{}
+}
+
+func newXH19API(t *testing.T, hangWorkers bool, step func(results int, body string) (tool, input, text string)) *xh19API {
+	const prefix = "mcp__agentrt__agent_runtime_coordination_"
+	a := &xh19API{hangWorkers: hangWorkers, managerStep: step, release: make(chan struct{})}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(io.LimitReader(r.Body, 16<<20))
+		if r.Method != http.MethodPost || r.URL.Path != "/v1/messages" {
+			return
+		}
+		var req struct {
+			Model string `json:"model"`
+			Tools []struct {
+				Name string `json:"name"`
+			} `json:"tools"`
+		}
+		json.Unmarshal(body, &req)
+		manager := false
+		for _, tl := range req.Tools {
+			manager = manager || strings.HasPrefix(tl.Name, prefix)
+		}
+		results := strings.Count(string(body), `"type":"tool_result"`)
+		a.mu.Lock()
+		if manager {
+			a.mgr++
+			a.mgrBodies = append(a.mgrBodies, string(body))
+		} else {
+			a.wrk++
+		}
+		n := a.mgr + a.wrk
+		a.mu.Unlock()
+		if !manager && a.hangWorkers {
+			select {
+			case <-r.Context().Done():
+			case <-a.release:
+			}
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		ev := func(name string, data any) {
+			b, _ := json.Marshal(data)
+			fmt.Fprintf(w, "event: %s\ndata: %s\n\n", name, b)
+			w.(http.Flusher).Flush()
+		}
+		ev("message_start", map[string]any{"type": "message_start", "message": map[string]any{"id": fmt.Sprint("msg_", n), "type": "message",
+			"role": "assistant", "model": req.Model, "content": []any{}, "stop_reason": nil, "stop_sequence": nil,
+			"usage": map[string]any{"input_tokens": 20, "output_tokens": 1}}})
+		tool, input, text := "", "", "alpha: DONE"
+		if manager {
+			tool, input, text = a.managerStep(results, string(body))
+		}
+		stop := "end_turn"
+		if tool != "" {
+			stop = "tool_use"
+			ev("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{
+				"type": "tool_use", "id": fmt.Sprint("toolu_", n), "name": prefix + tool, "input": map[string]any{}}})
+			ev("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "input_json_delta", "partial_json": input}})
+		} else {
+			ev("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "text", "text": ""}})
+			ev("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "text_delta", "text": text}})
+		}
+		ev("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
+		ev("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil}, "usage": map[string]any{"output_tokens": 5}})
+		ev("message_stop", map[string]any{"type": "message_stop"})
+	}))
+	t.Cleanup(func() {
+		close(a.release)
+		srv.CloseClientConnections()
+		srv.Close()
+	})
+	a.url = srv.URL
+	return a
+}
+
+func (a *xh19API) calls() (mgr, wrk int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.mgr, a.wrk
+}
+
+func (a *xh19API) managerBodies() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.mgrBodies...)
+}
+
+// procInfo is one live process: its parent and its argv.
+type procInfo struct {
+	ppid   int
+	argv   string
+	zombie bool
+}
+
+// procTable reads /proc: every process's parent, argv and whether it is
+// a zombie.
+func procTable() map[int]procInfo {
+	ents, _ := os.ReadDir("/proc")
+	tab := map[int]procInfo{}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces; cut at the last ')'.
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(stat[i+1:]))
+		if len(f) < 2 {
+			continue
+		}
+		ppid, _ := strconv.Atoi(f[1])
+		argv, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		tab[pid] = procInfo{ppid: ppid, argv: string(bytes.ReplaceAll(argv, []byte{0}, []byte{' '})), zombie: f[0] == "Z"}
+	}
+	return tab
+}
+
+// descendants are the live (not zombie) processes below root.
+func descendants(root int) map[int]string {
+	tab := procTable()
+	out := map[int]string{}
+	var walk func(int)
+	walk = func(p int) {
+		for pid, pi := range tab {
+			if pi.ppid == p && !pi.zombie {
+				if _, seen := out[pid]; !seen {
+					out[pid] = pi.argv
+					walk(pid)
+				}
+			}
+		}
+	}
+	walk(root)
+	return out
+}
+
+// stillRunning are the processes of procs still alive with the same argv
+// (a recycled pid is another process).
+func stillRunning(procs map[int]string) map[int]string {
+	tab := procTable()
+	left := map[int]string{}
+	for pid, argv := range procs {
+		if pi, ok := tab[pid]; ok && !pi.zombie && pi.argv == argv {
+			left[pid] = argv
+		}
+	}
+	return left
+}
+
+// xh19Files writes the manager and worker profiles of a claude-code run
+// in dir.
+func xh19Files(t *testing.T, dir string, verbs ...string) (manager, worker string) {
+	t.Helper()
+	tools := make([]string, len(verbs))
+	for i, v := range verbs {
+		tools[i] = fmt.Sprintf("%q: true", "agent_runtime_coordination_"+v)
+	}
+	manager = filepath.Join(dir, "manager.json")
+	worker = filepath.Join(dir, "writer.json")
+	if err := os.WriteFile(manager, []byte(`{"name": "manager", "harness": "claude-code", "model": {"default": "claude-e2e-1"}, "tools": {`+strings.Join(tools, ", ")+`}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(worker, []byte(`{"name": "writer", "harness": "claude-code", "model": {"default": "claude-e2e-1"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return manager, worker
+}
+
+// xh19Env is the environment of an agentrt supervise child on claude.
+func xh19Env(claude string) []string {
+	return append(os.Environ(), "ANTHROPIC_API_KEY=sk-ant-fake-cli-key", "PATH="+filepath.Dir(claude)+string(os.PathListSeparator)+os.Getenv("PATH"))
+}
+
+// waitFor polls cond every 25 ms until it holds or d passes.
+func waitFor(d time.Duration, cond func() bool) bool {
+	for deadline := time.Now().Add(d); ; {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+// A supervisor SIGKILLed while its claude-code manager's await_event is
+// in flight (its worker's model call held open) leaves nothing of the
+// run running: not the manager's harness, not its `agentrt mcp
+// coordination` relay, not the worker's harness — a harness left behind
+// would go on calling its model, spending, with no one to meter it
+// (spec/runtime.md §3.6 resume; checklist OS-04). And the orphaned
+// manager makes no further model call.
+func TestXH19KilledSupervisorLeavesNoHarnessRunning(t *testing.T) {
+	claude := clitest.Claude(t)
+	exe := buildAgentrt(t)
+	api := newXH19API(t, true, func(results int, _ string) (string, string, string) {
+		switch results {
+		case 0:
+			return "spawn_worker", `{"profile":"writer","task":"write alpha","key":"alpha"}`, ""
+		case 1:
+			return "await_event", `{"timeoutMs":120000}`, ""
+		case 2:
+			return "await_event", `{"timeoutMs":120000}`, ""
+		default:
+			return "", "", "gave up"
+		}
+	})
+	dir := t.TempDir()
+	manager, worker := xh19Files(t, dir, "spawn_worker", "await_event", "submit_result")
+	runDir := filepath.Join(dir, "run")
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, exe, "supervise", manager, "--worker", worker, "--task", "write alpha", "--provider", "claude-code",
+		"--base-url", api.url, "--expect", "DONE", "--run-dir", runDir, "--run-id", "run1", "--db", filepath.Join(dir, "runs.db"), "--json")
+	cmd.Env = xh19Env(claude)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var tracked map[int]string
+	t.Cleanup(func() {
+		for pid := range stillRunning(tracked) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	// The manager asked for await_event and the worker's model call is
+	// held open; its relay runs.
+	relayUp := func() bool {
+		for _, argv := range descendants(cmd.Process.Pid) {
+			if strings.Contains(argv, "mcp coordination "+runDir) {
+				return true
+			}
+		}
+		return false
+	}
+	if !waitFor(2*time.Minute, func() bool { m, w := api.calls(); return m >= 2 && w >= 1 && relayUp() }) {
+		cmd.Process.Kill()
+		cmd.Wait()
+		m, w := api.calls()
+		t.Fatalf("the run never reached its await_event (manager calls %d, worker %d); stderr:\n%s", m, w, stderr.String())
+	}
+	// Let the harness's tool call reach the relay and the run.
+	time.Sleep(500 * time.Millisecond)
+	tracked = descendants(cmd.Process.Pid)
+	t.Logf("the run's processes before the kill: %d", len(tracked))
+	if err := cmd.Process.Kill(); err != nil { // SIGKILL
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	mgrAtKill, _ := api.calls()
+	if !waitFor(20*time.Second, func() bool { return len(stillRunning(tracked)) == 0 }) {
+		left := stillRunning(tracked)
+		var names []string
+		for pid, argv := range left {
+			if len(argv) > 160 {
+				argv = argv[:160] + "…"
+			}
+			names = append(names, fmt.Sprintf("%d: %s", pid, argv))
+		}
+		t.Errorf("20 s after the supervisor's SIGKILL, %d of its %d processes still run:\n%s", len(left), len(tracked), strings.Join(names, "\n"))
+	}
+	if m, _ := api.calls(); m != mgrAtKill {
+		t.Errorf("the killed run's manager made %d more model calls after the kill", m-mgrAtKill)
+	}
+}
