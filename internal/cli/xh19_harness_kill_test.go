@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/internal/clitest"
 )
 
@@ -306,5 +307,161 @@ func TestXH19KilledSupervisorLeavesNoHarnessRunning(t *testing.T) {
 	}
 	if m, _ := api.calls(); m != mgrAtKill {
 		t.Errorf("the killed run's manager made %d more model calls after the kill", m-mgrAtKill)
+	}
+}
+
+// A claude-code manager's run SIGKILLed while its await_event is in
+// flight (its keyed worker's model call held open), then resumed with
+// --resume: the old endpoint's token is refused by the resumed run's
+// endpoint, the resumed manager's prompt carries the re-entry note, its
+// spawn_worker of the same key and request does not run the worker a
+// second time (§3.6 keyed spawns across restarts: in doubt, or the
+// journaled node), and the final --json counts the killed turn's
+// unreported spend as a gap, never as known (checklist OS-04).
+func TestXH19ResumedHarnessManagerAfterKill(t *testing.T) {
+	claude := clitest.Claude(t)
+	exe := buildAgentrt(t)
+	dir := t.TempDir()
+	runDir := filepath.Join(dir, "run")
+	var oldEP struct {
+		URL   string `json:"url"`
+		Token string `json:"token"`
+	}
+	var probeMu sync.Mutex
+	var oldTokenStatus, newTokenStatus int
+	probe := func() {
+		probeMu.Lock()
+		defer probeMu.Unlock()
+		if oldTokenStatus != 0 {
+			return
+		}
+		var ep struct {
+			URL   string `json:"url"`
+			Token string `json:"token"`
+		}
+		b, err := os.ReadFile(filepath.Join(runDir, "coordination-endpoint.json"))
+		if err != nil || json.Unmarshal(b, &ep) != nil {
+			return
+		}
+		post := func(token string) int {
+			req, _ := http.NewRequest(http.MethodPost, ep.URL, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"probe","version":"1"}}}`))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("Authorization", "Bearer "+token)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return -1
+			}
+			resp.Body.Close()
+			return resp.StatusCode
+		}
+		oldTokenStatus, newTokenStatus = post(oldEP.Token), post(ep.Token)
+	}
+	api := newXH19API(t, false, func(results int, body string) (string, string, string) {
+		resumed := strings.Contains(body, "You are re-entering run")
+		if resumed && results == 0 {
+			probe()
+		}
+		switch {
+		case results == 0:
+			return "spawn_worker", `{"profile":"writer","task":"write alpha","key":"alpha"}`, ""
+		case results == 1:
+			return "await_event", `{"timeoutMs":` + map[bool]string{true: "5000", false: "120000"}[resumed] + `}`, ""
+		case results == 2 && resumed:
+			return "submit_result", `{"result":"alpha: DONE"}`, ""
+		default:
+			return "", "", "done"
+		}
+	})
+	api.hangWorkers = true
+	manager, worker := xh19Files(t, dir, "spawn_worker", "await_event", "submit_result")
+	args := []string{"supervise", manager, "--worker", worker, "--task", "write alpha", "--provider", "claude-code",
+		"--base-url", api.url, "--expect", "DONE", "--run-dir", runDir, "--run-id", "run1", "--db", filepath.Join(dir, "runs.db"), "--json"}
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, exe, args...)
+	cmd.Env = xh19Env(claude)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var tracked map[int]string
+	t.Cleanup(func() {
+		for pid := range stillRunning(tracked) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	if !waitFor(2*time.Minute, func() bool {
+		m, w := api.calls()
+		_, err := os.Stat(filepath.Join(runDir, "coordination-endpoint.json"))
+		return m >= 2 && w >= 1 && err == nil
+	}) {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("the run never reached its await_event; stderr:\n%s", stderr.String())
+	}
+	time.Sleep(500 * time.Millisecond)
+	b, err := os.ReadFile(filepath.Join(runDir, "coordination-endpoint.json"))
+	if err != nil || json.Unmarshal(b, &oldEP) != nil {
+		t.Fatalf("reading the endpoint: %v", err)
+	}
+	tracked = descendants(cmd.Process.Pid)
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	if !waitFor(20*time.Second, func() bool { return len(stillRunning(tracked)) == 0 }) {
+		t.Fatalf("the killed run's processes still run: %v", stillRunning(tracked))
+	}
+	_, wrkBefore := api.calls()
+	mgrBefore := len(api.managerBodies())
+	api.mu.Lock()
+	api.hangWorkers = false
+	api.mu.Unlock()
+
+	res := exec.CommandContext(ctx, exe, append(args, "--resume")...)
+	res.Env = xh19Env(claude)
+	var stderr2 strings.Builder
+	res.Stderr = &stderr2
+	out, err := res.Output()
+	t.Logf("resumed: %v\nstdout %s\nstderr %s", err, out, stderr2.String())
+	bodies := api.managerBodies()[mgrBefore:]
+	if len(bodies) == 0 || !strings.Contains(bodies[0], "You are re-entering run run1") {
+		t.Errorf("the resumed manager's first call carries no re-entry note")
+	}
+	probeMu.Lock()
+	if oldTokenStatus != http.StatusUnauthorized || newTokenStatus != http.StatusOK {
+		t.Errorf("the resumed endpoint answered the killed run's token %d and its own %d; want 401 and 200", oldTokenStatus, newTokenStatus)
+	}
+	probeMu.Unlock()
+	if err != nil {
+		t.Fatalf("the resumed run failed: %v", err)
+	}
+	if len(bodies) < 2 || !strings.Contains(bodies[1], `\"error\":\"in-doubt\"`) {
+		t.Errorf("the resumed manager's spawn_worker of key alpha was not refused in-doubt")
+	}
+	v := decode(t, string(out))
+	if s := member(v, "status").Str(); s != "winner" {
+		t.Errorf("status %q, want winner", s)
+	}
+	// §3.6: the killed turn reported nothing (claude-code reports its
+	// usage at the turn's end), so the manager's spend is a gap, not 0.
+	gb, _ := canonjson.Canonical(member(v, "spendGaps"))
+	gaps := string(gb)
+	for _, want := range []string{`"id":"run1","kind":"unreported","label":"manager"`, `"id":"run1:s1","kind":"never-settled","label":"writer"`} {
+		if !strings.Contains(gaps, want) {
+			t.Errorf("spendGaps %s; want %s", gaps, want)
+		}
+	}
+	if k := member(member(v, "spentTotal"), "tokensKnown"); k.Kind() != canonjson.Bool || k.Bool() {
+		t.Errorf("spentTotal.tokensKnown %v across a killed harness turn; want false", k)
+	}
+	if _, w := api.calls(); w != wrkBefore {
+		t.Errorf("the resumed run ran the keyed worker again: %d more worker model calls", w-wrkBefore)
+	}
+	j, _ := os.ReadFile(filepath.Join(runDir, "spawn-journal.jsonl"))
+	if n := strings.Count(string(j), `"kind":"spawned"`); n != 1 {
+		t.Errorf("journal: %d spawned records, want 1:\n%s", n, j)
 	}
 }
