@@ -465,3 +465,141 @@ func TestXH19ResumedHarnessManagerAfterKill(t *testing.T) {
 		t.Errorf("journal: %d spawned records, want 1:\n%s", n, j)
 	}
 }
+
+// killHarnessRunMidAwait starts `agentrt supervise` with a claude-code
+// manager on api (args), waits until the manager's await_event is in
+// flight (two manager calls, a worker's call held open, the endpoint
+// published) and SIGKILLs it; it returns once none of its processes run.
+func killHarnessRunMidAwait(t *testing.T, exe, claude string, api *xh19API, runDir string, args []string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, exe, args...)
+	cmd.Env = xh19Env(claude)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if !waitFor(2*time.Minute, func() bool {
+		m, w := api.calls()
+		_, err := os.Stat(filepath.Join(runDir, "coordination-endpoint.json"))
+		return m >= 2 && w >= 1 && err == nil
+	}) {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("the run never reached its await_event; stderr:\n%s", stderr.String())
+	}
+	time.Sleep(500 * time.Millisecond)
+	tracked := descendants(cmd.Process.Pid)
+	t.Cleanup(func() {
+		for pid := range stillRunning(tracked) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	if !waitFor(20*time.Second, func() bool { return len(stillRunning(tracked)) == 0 }) {
+		t.Fatalf("the killed run's processes still run: %v", stillRunning(tracked))
+	}
+}
+
+// runAgentrt runs the built agentrt with args and returns its stdout,
+// stderr and exit code.
+func runAgentrt(t *testing.T, exe, claude string, args ...string) (string, string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, exe, args...)
+	cmd.Env = xh19Env(claude)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("agentrt %v: %v", args, err)
+	}
+	return stdout.String(), stderr.String(), code
+}
+
+// §3.6 Steering and Cancellation with the supervisor dead: a worker
+// steer, a root steer and a run cancel issued while a claude-code
+// manager's run is SIGKILLed, then --resume. Each steer is answered
+// exactly once in the steer vocabulary (unknown, delivered, not_live,
+// unsupported, refused); the run cancel ends the resumed run cancelled
+// with its operation id, without a fresh full run (no new worker, the
+// manager not driven through its task again).
+func TestXH19SteerAndCancelWhileDeadThenResume(t *testing.T) {
+	claude := clitest.Claude(t)
+	exe := buildAgentrt(t)
+	dir := t.TempDir()
+	runDir := filepath.Join(dir, "run")
+	api := newXH19API(t, true, func(results int, body string) (string, string, string) {
+		switch results {
+		case 0:
+			return "spawn_worker", `{"profile":"writer","task":"write alpha","key":"alpha"}`, ""
+		case 1:
+			return "await_event", `{"timeoutMs":60000}`, ""
+		case 2:
+			return "submit_result", `{"result":"alpha: DONE"}`, ""
+		default:
+			return "", "", "done"
+		}
+	})
+	manager, worker := xh19Files(t, dir, "spawn_worker", "await_event", "submit_result")
+	args := []string{"supervise", manager, "--worker", worker, "--task", "write alpha", "--provider", "claude-code",
+		"--base-url", api.url, "--expect", "DONE", "--run-dir", runDir, "--run-id", "run1", "--db", filepath.Join(dir, "runs.db"), "--json"}
+	killHarnessRunMidAwait(t, exe, claude, api, runDir, args)
+
+	out, errOut, code := runAgentrt(t, exe, claude, "steer", runDir, "run1:s1", "use blue", "--wait", "0", "--json")
+	t.Logf("worker steer while dead: exit %d\n%s%s", code, out, errOut)
+	out, errOut, code = runAgentrt(t, exe, claude, "steer", runDir, "run1", "wrap up", "--wait", "0", "--json")
+	t.Logf("root steer while dead: exit %d\n%s%s", code, out, errOut)
+	out, errOut, code = runAgentrt(t, exe, claude, "cancel", runDir, "--wait", "0", "--json")
+	t.Logf("run cancel while dead: exit %d\n%s%s", code, out, errOut)
+	if code != 0 {
+		t.Fatalf("agentrt cancel --wait 0 on a dead run: exit %d, want 0 (cancel_requested)", code)
+	}
+	mgrBefore, wrkBefore := api.calls()
+	out, errOut, code = runAgentrt(t, exe, claude, append(args, "--resume")...)
+	t.Logf("resumed: exit %d\n%s\n%s", code, out, errOut)
+	res := decode(t, out)
+	if s, r := member(res, "status").Str(), member(res, "reason").Str(); s != "no-winner" || r != "cancelled" || !strings.HasPrefix(member(res, "operationId").Str(), "cancel-") {
+		t.Errorf("the resumed run ended %q (reason %q, operation %q), want no-winner cancelled by the dead run's cancel", s, r, member(res, "operationId").Str())
+	}
+	mgr, wrk := api.calls()
+	if wrk != wrkBefore {
+		t.Errorf("the cancelled run's resume ran %d worker model calls", wrk-wrkBefore)
+	}
+	t.Logf("manager model calls on resume: %d", mgr-mgrBefore)
+	acks, _ := filepath.Glob(filepath.Join(runDir, "steers", "acks", "*.json"))
+	reqs, _ := filepath.Glob(filepath.Join(runDir, "steers", "requests", "*.json"))
+	if len(reqs) != 2 || len(acks) != 2 {
+		t.Errorf("%d steer requests, %d acknowledgements; want 2 and 2", len(reqs), len(acks))
+	}
+	for _, a := range acks {
+		b, _ := os.ReadFile(a)
+		var ack struct {
+			Effect string `json:"effect"`
+			Worker string `json:"worker"`
+		}
+		if err := json.Unmarshal(b, &ack); err != nil {
+			t.Errorf("ack %s: %v", a, err)
+			continue
+		}
+		switch ack.Effect {
+		case "unknown", "delivered", "not_live", "unsupported", "refused":
+		default:
+			t.Errorf("ack of %s: effect %q outside the steer vocabulary", ack.Worker, ack.Effect)
+		}
+		t.Logf("ack %s", b)
+	}
+	b, err := os.ReadFile(filepath.Join(runDir, "cancellations", "run.json"))
+	if err != nil || !strings.Contains(string(b), `"effect":"cancelled"`) {
+		t.Errorf("run cancellation ack %s (%v); want effect cancelled", b, err)
+	}
+}
