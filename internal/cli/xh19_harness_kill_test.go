@@ -603,3 +603,135 @@ func TestXH19SteerAndCancelWhileDeadThenResume(t *testing.T) {
 		t.Errorf("run cancellation ack %s (%v); want effect cancelled", b, err)
 	}
 }
+
+// §9 coordination tools under a hostile claude-code manager model,
+// through the real claude CLI and relay: spawn_worker with a task that
+// is not a string, a verb the run does not serve, spawn_worker with a
+// 5 MB task, then await_event for ever (its turn never ends). Each bad
+// call is a tool result the model reads (an error naming what is
+// wrong), nothing runs, and the run's --timeout ends the endless turn
+// within its bound (no-winner budget-exhausted), leaving no process.
+func TestXH19HostileHarnessManager(t *testing.T) {
+	claude := clitest.Claude(t)
+	exe := buildAgentrt(t)
+	dir := t.TempDir()
+	runDir := filepath.Join(dir, "run")
+	huge := strings.Repeat("x", 5<<20)
+	api := newXH19API(t, false, func(results int, _ string) (string, string, string) {
+		switch results {
+		case 0:
+			return "spawn_worker", `{"profile":"writer","task":42}`, ""
+		case 1:
+			return "frobnicate", `{}`, ""
+		case 2:
+			return "spawn_worker", `{"profile":"writer","task":"` + huge + `"}`, ""
+		default:
+			return "await_event", `{"timeoutMs":50}`, ""
+		}
+	})
+	manager, worker := xh19Files(t, dir, "spawn_worker", "await_event", "submit_result")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, exe, "supervise", manager, "--worker", worker, "--task", "write alpha", "--provider", "claude-code",
+		"--base-url", api.url, "--expect", "DONE", "--run-dir", runDir, "--run-id", "run1", "--db", filepath.Join(dir, "runs.db"), "--json",
+		"--timeout", "40s")
+	cmd.Env = xh19Env(claude)
+	var stderr strings.Builder
+	var stdout bytes.Buffer
+	cmd.Stderr, cmd.Stdout = &stderr, &stdout
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var tracked map[int]string
+	var trackMu sync.Mutex
+	stopTrack := make(chan struct{})
+	trackDone := make(chan struct{})
+	go func() {
+		defer close(trackDone)
+		for {
+			d := descendants(cmd.Process.Pid)
+			trackMu.Lock()
+			if tracked == nil {
+				tracked = map[int]string{}
+			}
+			for pid, argv := range d {
+				tracked[pid] = argv
+			}
+			trackMu.Unlock()
+			select {
+			case <-stopTrack:
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		trackMu.Lock()
+		defer trackMu.Unlock()
+		for pid := range stillRunning(tracked) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	err := cmd.Wait()
+	close(stopTrack)
+	<-trackDone
+	took := time.Since(start)
+	t.Logf("exit %v after %s; stderr:\n%s", err, took, stderr.String())
+	res := decode(t, stdout.String())
+	if s, r := member(res, "status").Str(), member(res, "reason").Str(); s != "no-winner" || r != "budget-exhausted" {
+		t.Errorf("the endless manager's run ended %q (%q), want no-winner budget-exhausted by its --timeout:\n%s", s, r, stdout.String())
+	}
+	if took > 100*time.Second {
+		t.Errorf("the run took %s past its 40 s deadline", took)
+	}
+	trackMu.Lock()
+	left := stillRunning(tracked)
+	trackMu.Unlock()
+	if !waitFor(10*time.Second, func() bool {
+		trackMu.Lock()
+		defer trackMu.Unlock()
+		left = stillRunning(tracked)
+		return len(left) == 0
+	}) {
+		t.Errorf("processes of the ended run still run: %v", left)
+	}
+	if _, w := api.calls(); w != 0 {
+		t.Errorf("%d worker model calls; no hostile spawn may run a worker", w)
+	}
+	bodies := api.managerBodies()
+	if len(bodies) < 4 {
+		t.Fatalf("the manager made %d model calls; want at least 4 (three hostile calls answered)", len(bodies))
+	}
+	// The tool result each hostile call got, as the model read it.
+	lastResult := func(body string) string {
+		i := strings.LastIndex(body, `"type":"tool_result"`)
+		if i < 0 {
+			return ""
+		}
+		r := body[i:]
+		return r[:min(len(r), 600)]
+	}
+	for i, want := range []string{"task", "frobnicate", "task"} {
+		r := lastResult(bodies[i+1])
+		t.Logf("hostile call %d: the model read %.300s", i+1, r)
+		if !strings.Contains(r, "error") || !strings.Contains(r, want) {
+			t.Errorf("hostile call %d: the model read %q; want an error naming %q", i+1, r, want)
+		}
+	}
+	var req struct {
+		Messages []struct {
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal([]byte(bodies[3]), &req); err != nil || len(req.Messages) == 0 {
+		t.Fatalf("the manager's fourth call: %v", err)
+	}
+	if n := len(req.Messages[len(req.Messages)-1].Content); n > 64<<10 {
+		t.Errorf("the 5 MB spawn's refusal sent the model %d bytes", n)
+	}
+	j, _ := os.ReadFile(filepath.Join(runDir, "spawn-journal.jsonl"))
+	if n := strings.Count(string(j), `"kind":"spawned"`); n != 0 {
+		t.Errorf("journal: %d spawned records after hostile spawns, want 0", n)
+	}
+}
