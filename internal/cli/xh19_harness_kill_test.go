@@ -735,3 +735,151 @@ func TestXH19HostileHarnessManager(t *testing.T) {
 		t.Errorf("journal: %d spawned records after hostile spawns, want 0", n)
 	}
 }
+
+// xh19Responses is a local OpenAI Responses API for a codex manager and
+// its codex workers: the manager (its call offers the coordination
+// tools) calls spawn_worker, then await_event, then answers; a worker's
+// call is held open until the client leaves or the server closes.
+type xh19Responses struct {
+	url      string
+	mu       sync.Mutex
+	mgr, wrk int
+}
+
+func newXH19Responses(t *testing.T) *xh19Responses {
+	f := &xh19Responses{}
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(io.LimitReader(r.Body, 16<<20))
+		if r.Method != http.MethodPost || r.URL.Path != "/v1/responses" {
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		manager := strings.Contains(string(body), "agent_runtime_coordination_")
+		outputs := strings.Count(string(body), `"type":"function_call_output"`)
+		f.mu.Lock()
+		if manager {
+			f.mgr++
+		} else {
+			f.wrk++
+		}
+		n := f.mgr + f.wrk
+		f.mu.Unlock()
+		if !manager {
+			select {
+			case <-r.Context().Done():
+			case <-release:
+			}
+			return
+		}
+		var req struct {
+			Model string `json:"model"`
+		}
+		json.Unmarshal(body, &req)
+		w.Header().Set("Content-Type", "text/event-stream")
+		ev := func(name string, data any) {
+			b, _ := json.Marshal(data)
+			fmt.Fprintf(w, "event: %s\ndata: %s\n\n", name, b)
+			w.(http.Flusher).Flush()
+		}
+		id := fmt.Sprint("resp_", n)
+		ev("response.created", map[string]any{"type": "response.created", "response": map[string]any{"id": id, "model": req.Model, "status": "in_progress"}})
+		plan := [][2]string{{"spawn_worker", `{"profile":"writer","task":"write alpha","key":"alpha"}`}, {"await_event", `{"timeoutMs":120000}`}}
+		if outputs < len(plan) {
+			ev("response.output_item.done", map[string]any{"type": "response.output_item.done", "output_index": 0, "item": map[string]any{
+				"type": "function_call", "id": fmt.Sprint("fc_", n), "call_id": fmt.Sprint("call_", n), "namespace": "mcp__agentrt",
+				"name": "agent_runtime_coordination_" + plan[outputs][0], "arguments": plan[outputs][1]}})
+		} else {
+			msg := fmt.Sprint("msg_", n)
+			ev("response.output_item.done", map[string]any{"type": "response.output_item.done", "output_index": 0, "item": map[string]any{
+				"type": "message", "id": msg, "role": "assistant", "content": []any{map[string]any{"type": "output_text", "text": "gave up"}}}})
+		}
+		ev("response.completed", map[string]any{"type": "response.completed", "response": map[string]any{"id": id, "model": req.Model, "status": "completed",
+			"usage": map[string]any{"input_tokens": 20, "output_tokens": 5, "total_tokens": 25, "input_tokens_details": map[string]any{"cached_tokens": 0},
+				"output_tokens_details": map[string]any{"reasoning_tokens": 0}}}})
+	}))
+	t.Cleanup(func() {
+		close(release)
+		srv.CloseClientConnections()
+		srv.Close()
+	})
+	f.url = srv.URL
+	return f
+}
+
+func (f *xh19Responses) calls() (mgr, wrk int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.mgr, f.wrk
+}
+
+// The codex CLI is a node launcher that runs the native codex as its
+// child: a supervisor SIGKILLed while its codex manager's await_event is
+// in flight (its codex worker's model call held open) must leave
+// neither running — not the launcher, not the native codex, not the
+// relay — and the orphaned manager makes no further model call.
+func TestXH19KilledSupervisorLeavesNoCodexRunning(t *testing.T) {
+	codex := clitest.Codex(t)
+	exe := buildAgentrt(t)
+	api := newXH19Responses(t)
+	dir := t.TempDir()
+	manager := filepath.Join(dir, "manager.json")
+	worker := filepath.Join(dir, "writer.json")
+	if err := os.WriteFile(manager, []byte(`{"name": "manager", "harness": "codex", "model": {"default": "gpt-e2e-1"}, "tools": {
+		"agent_runtime_coordination_spawn_worker": true, "agent_runtime_coordination_await_event": true, "agent_runtime_coordination_submit_result": true}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(worker, []byte(`{"name": "writer", "harness": "codex", "model": {"default": "gpt-e2e-1"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runDir := filepath.Join(dir, "run")
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, exe, "supervise", manager, "--worker", worker, "--task", "write alpha", "--provider", "codex",
+		"--base-url", api.url+"/v1", "--expect", "DONE", "--run-dir", runDir, "--run-id", "run1", "--db", filepath.Join(dir, "runs.db"), "--json")
+	cmd.Env = append(os.Environ(), "OPENAI_API_KEY=sk-fake-codex-key", "PATH="+filepath.Dir(codex)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var tracked map[int]string
+	t.Cleanup(func() {
+		for pid := range stillRunning(tracked) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	relayUp := func() bool {
+		for _, argv := range descendants(cmd.Process.Pid) {
+			if strings.Contains(argv, "mcp coordination "+runDir) {
+				return true
+			}
+		}
+		return false
+	}
+	if !waitFor(2*time.Minute, func() bool { m, w := api.calls(); return m >= 2 && w >= 1 && relayUp() }) {
+		cmd.Process.Kill()
+		cmd.Wait()
+		m, w := api.calls()
+		t.Fatalf("the run never reached its await_event (manager calls %d, worker %d); stderr:\n%s", m, w, stderr.String())
+	}
+	time.Sleep(500 * time.Millisecond)
+	tracked = descendants(cmd.Process.Pid)
+	t.Logf("the run's processes before the kill: %d", len(tracked))
+	if err := cmd.Process.Kill(); err != nil { // SIGKILL
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	mgrAtKill, _ := api.calls()
+	if !waitFor(20*time.Second, func() bool { return len(stillRunning(tracked)) == 0 }) {
+		left := stillRunning(tracked)
+		var names []string
+		for pid, argv := range left {
+			names = append(names, fmt.Sprintf("%d: %.160s", pid, argv))
+		}
+		t.Errorf("20 s after the supervisor's SIGKILL, %d of its %d processes still run:\n%s", len(left), len(tracked), strings.Join(names, "\n"))
+	}
+	if m, _ := api.calls(); m != mgrAtKill {
+		t.Errorf("the killed run's manager made %d more model calls after the kill", m-mgrAtKill)
+	}
+}
