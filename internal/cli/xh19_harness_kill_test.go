@@ -883,3 +883,148 @@ func TestXH19KilledSupervisorLeavesNoCodexRunning(t *testing.T) {
 		t.Errorf("the killed run's manager made %d more model calls after the kill", m-mgrAtKill)
 	}
 }
+
+// xh19Chat is a local OpenAI-compatible chat completions API for an
+// opencode manager (its tools <server>_<tool>) and its opencode
+// workers: the manager calls spawn_worker, then await_event, then
+// answers; a worker's call is held open.
+type xh19Chat struct {
+	url      string
+	mu       sync.Mutex
+	mgr, wrk int
+}
+
+func newXH19Chat(t *testing.T) *xh19Chat {
+	f := &xh19Chat{}
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(io.LimitReader(r.Body, 16<<20))
+		if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		var req struct {
+			Model    string `json:"model"`
+			Messages []struct {
+				Role string `json:"role"`
+			} `json:"messages"`
+		}
+		json.Unmarshal(body, &req)
+		manager := strings.Contains(string(body), "agent_runtime_coordination_")
+		n := 0
+		for _, m := range req.Messages {
+			if m.Role == "tool" {
+				n++
+			}
+		}
+		f.mu.Lock()
+		if manager {
+			f.mgr++
+		} else {
+			f.wrk++
+		}
+		f.mu.Unlock()
+		if !manager {
+			select {
+			case <-r.Context().Done():
+			case <-release:
+			}
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		chunk := func(delta map[string]any, finish any, usage any) {
+			c := map[string]any{"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1, "model": req.Model,
+				"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}}
+			if usage != nil {
+				c["choices"] = []any{}
+				c["usage"] = usage
+			}
+			b, _ := json.Marshal(c)
+			fmt.Fprintf(w, "data: %s\n\n", b)
+			w.(http.Flusher).Flush()
+		}
+		plan := [][2]string{{"spawn_worker", `{"profile":"writer","task":"write alpha","key":"alpha"}`}, {"await_event", `{"timeoutMs":120000}`}}
+		finish := "stop"
+		if n < len(plan) {
+			finish = "tool_calls"
+			chunk(map[string]any{"role": "assistant", "tool_calls": []any{map[string]any{"index": 0, "id": fmt.Sprint("call_", n), "type": "function",
+				"function": map[string]any{"name": "agentrt_agent_runtime_coordination_" + plan[n][0], "arguments": plan[n][1]}}}}, nil, nil)
+		} else {
+			chunk(map[string]any{"role": "assistant", "content": "gave up"}, nil, nil)
+		}
+		chunk(map[string]any{}, finish, nil)
+		chunk(nil, nil, map[string]any{"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25})
+		fmt.Fprint(w, "data: [DONE]\n\n")
+		w.(http.Flusher).Flush()
+	}))
+	t.Cleanup(func() {
+		close(release)
+		srv.CloseClientConnections()
+		srv.Close()
+	})
+	f.url = srv.URL
+	return f
+}
+
+// The opencode variant of TestXH19KilledSupervisorLeavesNoCodexRunning:
+// opencode starts its MCP relay itself; nothing of the killed run
+// survives the supervisor's SIGKILL, and its manager makes no further
+// model call.
+func TestXH19KilledSupervisorLeavesNoOpencodeRunning(t *testing.T) {
+	opencode := clitest.OpenCode(t)
+	exe := buildAgentrt(t)
+	api := newXH19Chat(t)
+	calls := func() (int, int) { api.mu.Lock(); defer api.mu.Unlock(); return api.mgr, api.wrk }
+	dir := t.TempDir()
+	manager := filepath.Join(dir, "manager.json")
+	worker := filepath.Join(dir, "writer.json")
+	if err := os.WriteFile(manager, []byte(`{"name": "manager", "harness": "opencode", "model": {"default": "gpt-e2e-1"}, "tools": {
+		"agent_runtime_coordination_spawn_worker": true, "agent_runtime_coordination_await_event": true, "agent_runtime_coordination_submit_result": true}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(worker, []byte(`{"name": "writer", "harness": "opencode", "model": {"default": "gpt-e2e-1"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runDir := filepath.Join(dir, "run")
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, exe, "supervise", manager, "--worker", worker, "--task", "write alpha", "--provider", "opencode",
+		"--base-url", api.url+"/v1", "--expect", "DONE", "--run-dir", runDir, "--run-id", "run1", "--db", filepath.Join(dir, "runs.db"), "--json")
+	cmd.Env = append(os.Environ(), "OPENAI_API_KEY=sk-fake-opencode-key", "PATH="+filepath.Dir(opencode)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var tracked map[int]string
+	t.Cleanup(func() {
+		for pid := range stillRunning(tracked) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	if !waitFor(2*time.Minute, func() bool { m, w := calls(); return m >= 2 && w >= 1 }) {
+		cmd.Process.Kill()
+		cmd.Wait()
+		m, w := calls()
+		t.Fatalf("the run never reached its await_event (manager calls %d, worker %d); stderr:\n%s", m, w, stderr.String())
+	}
+	time.Sleep(time.Second)
+	tracked = descendants(cmd.Process.Pid)
+	t.Logf("the run's processes before the kill: %d", len(tracked))
+	if err := cmd.Process.Kill(); err != nil { // SIGKILL
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	mgrAtKill, _ := calls()
+	if !waitFor(20*time.Second, func() bool { return len(stillRunning(tracked)) == 0 }) {
+		left := stillRunning(tracked)
+		var names []string
+		for pid, argv := range left {
+			names = append(names, fmt.Sprintf("%d: %.160s", pid, argv))
+		}
+		t.Errorf("20 s after the supervisor's SIGKILL, %d of its %d processes still run:\n%s", len(left), len(tracked), strings.Join(names, "\n"))
+	}
+	if m, _ := calls(); m != mgrAtKill {
+		t.Errorf("the killed run's manager made %d more model calls after the kill", m-mgrAtKill)
+	}
+}
