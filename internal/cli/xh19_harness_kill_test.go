@@ -1028,3 +1028,63 @@ func TestXH19KilledSupervisorLeavesNoOpencodeRunning(t *testing.T) {
 		t.Errorf("the killed run's manager made %d more model calls after the kill", m-mgrAtKill)
 	}
 }
+
+// A supervisor SIGKILLed while its --check-cmd judges the manager's
+// submitted result leaves no check running: the command (and what it
+// started) dies with the run, as the harnesses do, rather than going on
+// beside the resumed run's own check of the same result.
+func TestXH19KilledSupervisorLeavesNoCheckRunning(t *testing.T) {
+	claude := clitest.Claude(t)
+	exe := buildAgentrt(t)
+	api := newXH19API(t, false, func(results int, _ string) (string, string, string) {
+		if results == 0 {
+			return "submit_result", `{"result":"alpha: DONE"}`, ""
+		}
+		return "", "", "done"
+	})
+	dir := t.TempDir()
+	manager, worker := xh19Files(t, dir, "spawn_worker", "await_event", "submit_result")
+	runDir := filepath.Join(dir, "run")
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, exe, "supervise", manager, "--worker", worker, "--task", "write alpha", "--provider", "claude-code",
+		"--base-url", api.url, "--check-cmd", "sleep 90; true", "--run-dir", runDir, "--run-id", "run1", "--db", filepath.Join(dir, "runs.db"), "--json")
+	cmd.Env = xh19Env(claude)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var tracked map[int]string
+	t.Cleanup(func() {
+		for pid := range stillRunning(tracked) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	sleeping := func() bool {
+		for _, argv := range descendants(cmd.Process.Pid) {
+			if strings.HasPrefix(argv, "sleep 90") {
+				return true
+			}
+		}
+		return false
+	}
+	if !waitFor(2*time.Minute, sleeping) {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("the check never started; stderr:\n%s", stderr.String())
+	}
+	tracked = descendants(cmd.Process.Pid)
+	if err := cmd.Process.Kill(); err != nil { // SIGKILL
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	if !waitFor(20*time.Second, func() bool { return len(stillRunning(tracked)) == 0 }) {
+		left := stillRunning(tracked)
+		var names []string
+		for pid, argv := range left {
+			names = append(names, fmt.Sprintf("%d: %.160s", pid, argv))
+		}
+		t.Errorf("20 s after the supervisor's SIGKILL, %d of its %d processes still run:\n%s", len(left), len(tracked), strings.Join(names, "\n"))
+	}
+}

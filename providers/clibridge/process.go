@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/agentrt/agentrt/internal/procguard"
 )
 
 // maxLine bounds one stdout line of a harness; a longer line fails the
@@ -83,7 +85,9 @@ func run(ctx context.Context, p proc, onLine func([]byte) bool) exit {
 	cmd.Dir, cmd.Env = p.dir, p.env
 	cmd.Stdin = strings.NewReader(p.stdin)
 	cmd.Stdout, cmd.Stderr = w, ew
-	cmd.SysProcAttr = harnessSysProcAttr()
+	// Its group dies with this process (procguard): a supervisor killed
+	// mid-turn leaves no harness calling its model.
+	cmd.SysProcAttr = procguard.Attr()
 	if err := cmd.Start(); err != nil {
 		w.Close()
 		ew.Close()
@@ -92,7 +96,7 @@ func run(ctx context.Context, p proc, onLine func([]byte) bool) exit {
 	w.Close()
 	ew.Close()
 	pgid := cmd.Process.Pid
-	if release, err := guardGroup(pgid); err == nil {
+	if release, err := procguard.Group(pgid); err == nil {
 		defer release()
 	}
 	if p.onSpawn != nil {
@@ -164,35 +168,6 @@ func run(ctx context.Context, p proc, onLine func([]byte) bool) exit {
 	}
 	x.stderr = tail(stderr.end, p.secrets)
 	return x
-}
-
-// guardGroup starts the guard of the harness's process group pgid: a
-// shell in that group that waits on a pipe whose write end only this
-// process holds and, once it closes — this process exited, however it
-// died (a supervisor SIGKILLed mid-turn) — kills the group. Pdeathsig
-// reaches only the harness itself; a harness that runs its work in a
-// child (the codex launcher runs the native codex) would leave that
-// child calling its model unmetered. The turn's own kill of the group
-// ends the guard too; release closes the pipe and reaps it. A guard
-// that cannot start leaves the turn unguarded, not failed.
-func guardGroup(pgid int) (release func(), err error) {
-	r, w, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	g := exec.Command("/bin/sh", "-c", "read -r _; kill -9 0")
-	g.Stdin, g.Env = r, []string{}
-	g.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: pgid}
-	err = g.Start()
-	r.Close()
-	if err != nil {
-		w.Close()
-		return nil, err
-	}
-	return func() {
-		w.Close()
-		g.Wait()
-	}, nil
 }
 
 // cappedWriter writes to w until n bytes were written and then discards
