@@ -20,6 +20,8 @@ var layers = map[string]int{
 	"internal/regularfile": 0,
 	// flock imports only the standard library.
 	"internal/flock": 0,
+	// procguard imports only the standard library.
+	"internal/procguard": 0,
 
 	"harness":    1,
 	"profile":    1,

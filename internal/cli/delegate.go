@@ -22,6 +22,7 @@ import (
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/delegation"
 	"github.com/agentrt/agentrt/improve/search"
+	"github.com/agentrt/agentrt/internal/procguard"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/mcpserver"
@@ -362,10 +363,19 @@ func commandDeliverable(cmd string, timeout time.Duration) supervise.Deliverable
 			c.Stderr = &limitedWriter{w: &stderr, n: maxCheckOutput + maxCheckSecret}
 			// The command's own children die with it: kill its process
 			// group, not only the shell.
-			c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			// And the group dies with this process (procguard): a
+			// supervisor killed mid-check leaves no check running beside
+			// its resumed run's.
+			c.SysProcAttr = procguard.Attr()
 			c.Cancel = func() error { return syscall.Kill(-c.Process.Pid, syscall.SIGKILL) }
 			c.WaitDelay = 5 * time.Second
-			err := c.Run()
+			err := c.Start()
+			if err == nil {
+				if release, gerr := procguard.Group(c.Process.Pid); gerr == nil {
+					defer release()
+				}
+				err = c.Wait()
+			}
 			if c.Process != nil {
 				// Children it left behind die with it.
 				_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)

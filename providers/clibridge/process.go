@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/agentrt/agentrt/internal/procguard"
 )
 
 // maxLine bounds one stdout line of a harness; a longer line fails the
@@ -83,7 +85,9 @@ func run(ctx context.Context, p proc, onLine func([]byte) bool) exit {
 	cmd.Dir, cmd.Env = p.dir, p.env
 	cmd.Stdin = strings.NewReader(p.stdin)
 	cmd.Stdout, cmd.Stderr = w, ew
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Its group dies with this process (procguard): a supervisor killed
+	// mid-turn leaves no harness calling its model.
+	cmd.SysProcAttr = procguard.Attr()
 	if err := cmd.Start(); err != nil {
 		w.Close()
 		ew.Close()
@@ -92,6 +96,9 @@ func run(ctx context.Context, p proc, onLine func([]byte) bool) exit {
 	w.Close()
 	ew.Close()
 	pgid := cmd.Process.Pid
+	if release, err := procguard.Group(pgid); err == nil {
+		defer release()
+	}
 	if p.onSpawn != nil {
 		p.onSpawn(pgid)
 	}
