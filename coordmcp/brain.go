@@ -163,6 +163,11 @@ func (b *HarnessBrain) ReadsInbox() bool { return true }
 // accepted.
 var errSubmitGrace = errors.New("coordmcp: the manager's result was accepted and its turn ran past the grace")
 
+// errPoolSpent ends a manager's turn whose metered model calls spent the
+// run's pool: nothing it could do next would be admitted, and its calls
+// would only spend on.
+var errPoolSpent = errors.New("coordmcp: the manager's model calls spent the run's budget")
+
 // Drive serves the granted verbs, runs the manager's turn and stops
 // serving when it ends.
 func (b *HarnessBrain) Drive(ctx context.Context, c *supervise.Coordinator, task string) (supervise.BrainReport, error) {
@@ -269,7 +274,7 @@ func (b *HarnessBrain) turn(ctx context.Context, c *supervise.Coordinator, p *pr
 		return supervise.BrainReport{}, err
 	}
 	res, err := kernel.Execute(turnCtx, kernel.Request{Profile: p, Task: prompt, Provider: b.provider, Store: st,
-		RunID: kernel.NewID("manager"), Kind: "supervise-manager", Observer: callMeter{turn: turn, logger: b.o.Logger}})
+		RunID: kernel.NewID("manager"), Kind: "supervise-manager", Observer: callMeter{turn: turn, stop: cancel, logger: b.o.Logger}})
 	var report supervise.BrainReport
 	var total *ledger.Usage
 	if res != nil {
@@ -283,6 +288,10 @@ func (b *HarnessBrain) turn(ctx context.Context, c *supervise.Coordinator, p *pr
 		b.o.Logger.Info("coordmcp: ended the manager's turn after its accepted result", "grace", b.o.SubmitGrace)
 		err = nil
 	}
+	if err != nil && errors.Is(context.Cause(turnCtx), errPoolSpent) && ctx.Err() == nil {
+		b.o.Logger.Info("coordmcp: ended the manager's turn: its model calls spent the run's budget")
+		err = fmt.Errorf("%w: %w: %w", supervise.ErrBudgetStop, errPoolSpent, err)
+	}
 	if errors.Is(err, clibridge.ErrBinaryNotFound) || errors.Is(err, clibridge.ErrEnvRefused) {
 		// Another attempt would find the same installation.
 		err = &supervise.TerminalDriverError{Err: err}
@@ -292,9 +301,11 @@ func (b *HarnessBrain) turn(ctx context.Context, c *supervise.Coordinator, p *pr
 
 // callMeter is the kernel.Observer of the manager's turn that meters
 // each model call the harness reports while the turn runs
-// (clibridge.CallUsage) through the turn's supervise.DriverTurn.
+// (clibridge.CallUsage) through the turn's supervise.DriverTurn, and
+// ends the turn (stop) once those calls spent the run's pool.
 type callMeter struct {
 	turn   *supervise.DriverTurn
+	stop   context.CancelCauseFunc
 	logger *slog.Logger
 }
 
@@ -312,6 +323,9 @@ func (m callMeter) Event(ctx context.Context, e contract.EnvironmentEvent) error
 			// The spend is charged; only its record is lost (the
 			// journal counts the loss).
 			m.logger.Error("coordmcp: metering the manager's model call", "err", err)
+		}
+		if m.turn.PoolSpent() {
+			m.stop(errPoolSpent)
 		}
 	}
 	return nil

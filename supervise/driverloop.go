@@ -709,6 +709,8 @@ func (c *Coordinator) DriveAttempts(ctx context.Context, drive func(ctx context.
 			switch {
 			case class == FailureTerminal && ctx.Err() != nil:
 				stop = c.ctxStop(ctx)
+			case errors.Is(err, ErrBudgetStop):
+				stop = StopBudgetExhausted
 			case class == FailureTerminal:
 				stop = StopTerminalError
 			case pol.Disabled:

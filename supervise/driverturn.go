@@ -87,6 +87,25 @@ func (t *DriverTurn) Meter(ctx context.Context, u ledger.Usage) error {
 	return nil
 }
 
+// PoolSpent reports whether the run's pool is spent for its manager: a
+// capped token, iteration or dollar channel has nothing free and no live
+// worker holds any of it. Nothing the manager could do next would be
+// admitted and no work of the run is left to wait for; its model calls
+// would only spend on. A harness that meters its calls while its turn
+// runs is ended there (its turn, unlike the router brain's, has no
+// boundary to stop at until it returns). While a worker holds a
+// reservation the manager may still be waiting for its result: its
+// spend past the pool is then a budget violation, not a stop.
+func (t *DriverTurn) PoolSpent() bool {
+	r := t.c.pool.Readout()
+	for _, ch := range []string{ledger.ChannelTokens, ledger.ChannelIterations, ledger.ChannelUSD} {
+		if b, ok := r.Channels[ch]; ok && b.Capped && b.Free <= 0 && b.Reserved == 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // End closes the turn with its total usage as the harness finally
 // reported it (nil: none, as when the turn failed): what it adds to the
 // calls already metered is charged and journaled, with no iteration (a

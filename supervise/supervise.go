@@ -1564,10 +1564,15 @@ func (c *Coordinator) noteDeadlineFirst(ctx context.Context) {
 	}
 }
 
-// errBudgetStop marks a router brain that stopped for lack of budget.
-var errBudgetStop = errors.New("supervise: the manager's loop stopped: budget or deadline")
+// ErrBudgetStop marks a brain that stopped because the run's budget (or
+// its deadline) left it nothing to do: the router brain's loop stopped
+// before a turn it could not pay for, an external harness's turn ended
+// once its metered calls spent the pool. A run whose brain returns an
+// error wrapping it ends no-winner budget-exhausted (behaviour 42), not
+// driver-failed; a caller-owned brain may return it too.
+var ErrBudgetStop = errors.New("supervise: the manager stopped: budget or deadline")
 
-func budgetStop(err error) bool { return errors.Is(err, errBudgetStop) }
+func budgetStop(err error) bool { return errors.Is(err, ErrBudgetStop) }
 
 // errorName is a driver-failed result's error.name (§3.6 error{name,
 // message}): the name of the first exported error type along err's

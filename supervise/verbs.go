@@ -416,7 +416,7 @@ func (b *RouterBrain) DriveTools(ctx context.Context, c *Coordinator, task strin
 	}
 	report := BrainReport{Text: res.FinalText}
 	if err == nil && (res.StopReason == kernel.StopBudget || res.StopReason == kernel.StopDeadline) {
-		err = fmt.Errorf("%w (%s)", errBudgetStop, res.StopReason)
+		err = fmt.Errorf("%w (%s)", ErrBudgetStop, res.StopReason)
 	}
 	return report, err
 }
