@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/kernel"
@@ -166,6 +167,47 @@ func journaledOutcome(prior []Record) (*OutcomeRecord, error) {
 		}
 	}
 	return nil, nil
+}
+
+// winnerJournaled reports whether the winner of o, the outcome a
+// finished record of prior holds, is a winner the journal delivered: a
+// child of the root settled done and delivered under the winner's
+// outRef, or the root's submitted result under it — the candidates a
+// finalizer chooses among. An outcome that says the journal lost the
+// winner's settlement (o.Lost names it, or the losses are more than it
+// names) needs only the winner's spawn: the run returned it and said
+// what its journal could not take. Any other winner (a node never
+// spawned, a worker whose result was not delivered, another result than
+// the one committed) is an *OutcomeError: a journal is never trusted to
+// say what a run returned. An outcome without a winner passes.
+func winnerJournaled(prior []Record, root NodeID, o *OutcomeRecord) error {
+	w := o.Winner
+	if w == nil {
+		return nil
+	}
+	child := false
+	if p, ok := w.Node.Parent(); ok && p == root {
+		child = true
+	}
+	lost := o.LostCount > len(o.Lost) || slices.Contains(o.Lost, LostRecord{Kind: KindSettled, Node: w.Node})
+	for _, r := range prior {
+		switch {
+		case w.Submitted:
+			if r.Kind == KindSubmitted && (r.Node == "" || r.Node == root) && w.Node == root && r.OutRef == w.OutRef {
+				return nil
+			}
+		case !child || r.Node != w.Node:
+		case r.Kind == KindSettled && r.State == StateDone && r.Delivered && r.OutRef == w.OutRef:
+			return nil
+		case r.Kind == KindSpawned && lost:
+			return nil
+		}
+	}
+	what := "no child of the run settled done and delivered with this result"
+	if w.Submitted {
+		what = "the run submitted no such result"
+	}
+	return &OutcomeError{Path: "/result/winner", Reason: fmt.Sprintf("winner %s (%s): %s", clip(string(w.Node), 128), clip(w.OutRef, 80), what)}
 }
 
 // OutcomeError is a finished record whose outcome is not a result a run
