@@ -2163,7 +2163,13 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 	managers := map[NodeID]bool{} // the nested managers spawned
 	var openTurns []string        // driver turns opened, in order
 	endedTurns := map[string]bool{}
-	for _, r := range prior {
+	for i, r := range prior {
+		if r.Kind == KindRunStarted && i > 0 {
+			// A run journals one run-started record, its first: another
+			// is a journal mixed from two runs (or two starts of one),
+			// whose rows no replay can tell apart.
+			return &ResumeError{RunDir: c.log.where, Reason: fmt.Sprintf("journal record %d is a second run-started record (run %q)", i+1, clip(r.RunID, 128))}
+		}
 		if r.Kind == KindAnalystDefined {
 			if err := c.replayAnalyst(r); err != nil {
 				return err

@@ -328,4 +328,3 @@ func replaceWinnerRef(rows []string, ref string) []string {
 	rows[i] = head + `"winner":{` + strings.Replace(rest, old, ref, 1)
 	return rows
 }
-
