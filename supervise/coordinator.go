@@ -2333,10 +2333,15 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 			// before nested managers journaled theirs), is the run's.
 			v := c.viewOfLocked(r.Node)
 			v.submitted = &Winner{Node: v.self, OutRef: r.OutRef, Verdict: r.Verdict, Submitted: true}
-			if b, err := c.log.getBlob(r.OutRef); err == nil {
-				if t, ok := canonjson.Resolve(b, "/text"); ok {
-					v.submitted.Text = t.Str()
-				}
+			// Submit stores its result before it journals the record: a
+			// blob that is gone or does not hash to its name cannot say
+			// what was accepted, and is never a winner with no text.
+			b, err := c.log.getBlob(r.OutRef)
+			if err != nil {
+				return &ResumeError{RunDir: c.log.where, Reason: fmt.Sprintf("journal record %d: reading the result %s submitted", i+1, v.self), Err: err}
+			}
+			if t, ok := canonjson.Resolve(b, "/text"); ok {
+				v.submitted.Text = t.Str()
 			}
 		case KindTeardownUnconfirmed:
 			c.replayTeardown(r)

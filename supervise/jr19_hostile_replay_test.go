@@ -32,6 +32,9 @@ type tamperedJournal struct {
 	set   func(*supervise.Options)
 	rows  func(t *testing.T) []string
 	write func(t *testing.T, rows []string)
+	// forgeBlob puts body where result blob ref is kept, in place of
+	// the bytes that hash to ref.
+	forgeBlob func(t *testing.T, ref, body string)
 }
 
 // tamperedJournals opens, per home, a fresh journal for run run1.
@@ -58,6 +61,15 @@ func tamperedJournals(t *testing.T) map[string]func(t *testing.T) tamperedJourna
 				},
 				write: func(t *testing.T, rows []string) {
 					if err := os.WriteFile(path, []byte(strings.Join(rows, "\n")+"\n"), 0o600); err != nil {
+						t.Fatal(err)
+					}
+				},
+				forgeBlob: func(t *testing.T, ref, body string) {
+					blob := filepath.Join(dir, supervise.BlobsDir, "sha256-"+strings.TrimPrefix(ref, "sha256:")+".json")
+					if _, err := os.Stat(blob); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.WriteFile(blob, []byte(body), 0o600); err != nil {
 						t.Fatal(err)
 					}
 				},
@@ -115,6 +127,12 @@ func tamperedJournals(t *testing.T) map[string]func(t *testing.T) tamperedJourna
 						t.Fatal(err)
 					}
 				},
+				forgeBlob: func(t *testing.T, ref, body string) {
+					r, err := db.Exec(`UPDATE idempotency SET result = ? WHERE scope = 'supervise.blob' AND key = ?`, body, "run1/"+ref)
+					if n, _ := r.RowsAffected(); err != nil || n != 1 {
+						t.Fatalf("forging blob %s: %d rows, %v", ref, n, err)
+					}
+				},
 			}
 		},
 		"postgres": func(t *testing.T) tamperedJournal {
@@ -168,6 +186,12 @@ func tamperedJournals(t *testing.T) map[string]func(t *testing.T) tamperedJourna
 					}
 					if err := tx.Commit(ctx); err != nil {
 						t.Fatal(err)
+					}
+				},
+				forgeBlob: func(t *testing.T, ref, body string) {
+					tag, err := conn.Exec(ctx, `UPDATE idempotency SET result = $1 WHERE scope = 'supervise.blob' AND key = $2`, body, "run1/"+ref)
+					if err != nil || tag.RowsAffected() != 1 {
+						t.Fatalf("forging blob %s: %d rows, %v", ref, tag.RowsAffected(), err)
 					}
 				},
 			}
