@@ -2316,6 +2316,11 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 			// A metered record, or the transcript record that journaled a
 			// model turn's answer with its spend: charged once either way.
 			if r.Node != "" && r.Node != c.scope.Root() {
+				if c.workers[r.Node] == nil {
+					// No manager the run spawned: charged to a view of a
+					// node that never settles, the spend would vanish.
+					return &ResumeError{RunDir: c.log.where, Reason: fmt.Sprintf("journal record %d: spend of %s, which the journal never spawned", i+1, clip(string(r.Node), 128))}
+				}
 				// A nested manager's turn: its node's spend, settled with
 				// it (or counted on when it is driven again).
 				c.viewOfLocked(r.Node).meterNestedLocked(r.Spent.spend())
