@@ -2337,6 +2337,14 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 			// A record naming no node, or the root's (as every record
 			// before nested managers journaled theirs), is the run's.
 			v := c.viewOfLocked(r.Node)
+			if v.submitted != nil {
+				if v.submitted.OutRef == r.OutRef {
+					continue // the same submission twice: one
+				}
+				// Submit journals one result per manager (the first
+				// passing one): another is no run's, and never replaces it.
+				return &ResumeError{RunDir: c.log.where, Reason: fmt.Sprintf("journal record %d: a second result submitted by %s", i+1, v.self)}
+			}
 			v.submitted = &Winner{Node: v.self, OutRef: r.OutRef, Verdict: r.Verdict, Submitted: true}
 			// Submit stores its result before it journals the record: a
 			// blob that is gone or does not hash to its name cannot say

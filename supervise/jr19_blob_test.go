@@ -99,3 +99,65 @@ func TestJR19ForgedSubmittedBlobIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// JR19 (d), §3.6 "submit_result retains the FIRST passing result" and
+// "payload conflict fails closed": Submit journals one submitted record
+// per manager (a second is refused earlier-passing-result before it is
+// journaled), so a journal holding a second one with another result is
+// no run's. Replayed, the later record replaced the first: the resumed
+// run's winner was the result the manager never had accepted. It is
+// refused with a *ResumeError naming the journal's place, in every home
+// alike; the same record twice is one submission.
+func TestJR19SecondSubmissionIsRefused(t *testing.T) {
+	for hname, mk := range tamperedJournals(t) {
+		for _, same := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/same=%v", hname, same), func(t *testing.T) {
+				j := mk(t)
+				brain := supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+					if c.Reentry().Resumed {
+						return supervise.BrainReport{}, nil
+					}
+					if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: "write alpha"}); err != nil {
+						return supervise.BrainReport{}, err
+					}
+					if ev, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60_000, Kinds: []string{supervise.EventSettled}}); err != nil || ev.Event == nil {
+						return supervise.BrainReport{}, fmt.Errorf("await: %+v, %v", ev, err)
+					}
+					_, err := c.Submit(ctx, supervise.SubmitArgs{Result: "mine: DONE"})
+					return supervise.BrainReport{}, err
+				})
+				o := baseOptions(t, newCounting(t, workerProvider(t)), nil)
+				j.set(&o)
+				o.Brain = brain
+				if res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "ship", o); err != nil || res.Winner == nil || res.Winner.Text != "mine: DONE" {
+					t.Fatalf("the first run: %+v, %v", res, err)
+				}
+				rows := withoutFinished(j.rows(t))
+				second := rows[len(rows)-1]
+				if !same {
+					// alpha's result, whose blob the journal holds.
+					second = `{"kind":"submitted","outRef":"` + outRefOf(t, rows[jrRowOf(rows, "settled", "run1:s1")]) + `","verdict":{"passed":true}}`
+				}
+				j.write(t, append(rows, second))
+				again := newCounting(t, workerProvider(t))
+				o = baseOptions(t, again, nil)
+				j.set(&o)
+				o.Brain, o.Resume = brain, true
+				res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "ship", o)
+				if same {
+					if err != nil || res.Winner == nil || res.Winner.Text != "mine: DONE" {
+						t.Fatalf("the resume over the same submission twice: %+v, %v; want the submitted result", res.Winner, err)
+					}
+					return
+				}
+				if err == nil {
+					t.Fatalf("the resume returned %s winner %+v; want a *supervise.ResumeError naming %s", res.Status, res.Winner, j.where)
+				}
+				refusedAt(t, err, j.where)
+				if again.count("alpha") != 0 {
+					t.Errorf("the refused resume ran alpha again")
+				}
+			})
+		}
+	}
+}
