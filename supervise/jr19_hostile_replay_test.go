@@ -352,3 +352,45 @@ func replaceWinnerRef(rows []string, ref string) []string {
 	rows[i] = head + `"winner":{` + strings.Replace(rest, old, ref, 1)
 	return rows
 }
+
+// JR19 (c), §3.6 ("spentDelta/breakdown sums equal spentTotal on
+// iterations/tokens/usd"; "tokensKnown/usdKnown ... true is a checked
+// claim"): a finished record is a result Supervise could have returned
+// only if its spentTotal is the sum of its breakdown, every quantity
+// non-negative and each total known only when both of its parts are.
+// A resume of the ended run refuses another with a *ResumeError naming
+// the journal's place. Before, a record whose spent said 1 token
+// (its breakdown 182) resumed to spentTotal 1 token, known.
+func TestJR19EndedSpendNotItsBreakdownIsRefused(t *testing.T) {
+	edits := map[string]func(string) string{
+		"spent-below-breakdown": func(r string) string {
+			return strings.Replace(r, `"spent":{"iterations":3,"iterationsKnown":true,"microUsd":3001,"tokens":182,`, `"spent":{"iterations":3,"iterationsKnown":true,"microUsd":3001,"tokens":1,`, 1)
+		},
+		"negative-everywhere": func(r string) string {
+			return strings.Replace(r, `"tokens":182`, `"tokens":-182`, -1)
+		},
+		"known-over-unknown": func(r string) string {
+			return strings.Replace(r, `"driverInference":{"iterations":0,"iterationsKnown":true,"microUsd":0,"tokens":0,"tokensKnown":true`, `"driverInference":{"iterations":0,"iterationsKnown":true,"microUsd":0,"tokens":0,"tokensKnown":false`, 1)
+		},
+	}
+	for hname, mk := range tamperedJournals(t) {
+		for name, edit := range edits {
+			t.Run(hname+"/"+name, func(t *testing.T) {
+				j := mk(t)
+				res, err, _, _ := jr19Resume(t, j, true, func(rows []string) []string {
+					i := len(rows) - 1
+					edited := edit(rows[i])
+					if edited == rows[i] {
+						t.Fatalf("the edit changed nothing in %s", rows[i])
+					}
+					rows[i] = edited
+					return rows
+				})
+				if err == nil {
+					t.Fatalf("the resume returned %s spent %+v; want a *supervise.ResumeError naming %s", res.Status, res.Spent, j.where)
+				}
+				refusedAt(t, err, j.where)
+			})
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 
 	"github.com/agentrt/agentrt/canonjson"
@@ -262,6 +263,36 @@ func (o *OutcomeRecord) Check() error {
 		return bad("/lostCount", "a negative count")
 	case len(o.Lost) > o.LostCount || len(o.Lost) > MaxLostNamed:
 		return bad("/lost", fmt.Sprintf("%d lost records named for a count of %d (at most %d are named)", len(o.Lost), o.LostCount, MaxLostNamed))
+	}
+	return o.checkSpent(bad)
+}
+
+// checkSpent reports, through bad, an outcome whose spend Supervise
+// could not have returned: a negative quantity, or a spentTotal that is
+// not its breakdown's sum (driver inference plus child work, each
+// channel known only when both parts are).
+func (o *OutcomeRecord) checkSpent(bad func(path, reason string) error) error {
+	for _, t := range []struct {
+		path string
+		r    TotalRecord
+	}{{"/spent", o.Spent}, {"/driverInference", o.DriverInference}, {"/childWork", o.ChildWork}} {
+		if t.r.Tokens < 0 || t.r.Iterations < 0 || t.r.MicroUSD < 0 {
+			return bad(t.path, "a negative quantity")
+		}
+	}
+	d, c, s := o.DriverInference, o.ChildWork, o.Spent
+	for _, ch := range []struct {
+		member            string
+		sum, d, c         int64
+		known, dKnown, cK bool
+	}{
+		{"tokens", s.Tokens, d.Tokens, c.Tokens, s.TokensKnown, d.TokensKnown, c.TokensKnown},
+		{"iterations", s.Iterations, d.Iterations, c.Iterations, s.IterationsKnown, d.IterationsKnown, c.IterationsKnown},
+		{"microUsd", s.MicroUSD, d.MicroUSD, c.MicroUSD, s.USDKnown, d.USDKnown, c.USDKnown},
+	} {
+		if ch.d > math.MaxInt64-ch.c || ch.sum != ch.d+ch.c || ch.known != (ch.dKnown && ch.cK) {
+			return bad("/spent/"+ch.member, "the spent total is not the sum of driverInference and childWork")
+		}
 	}
 	return nil
 }
