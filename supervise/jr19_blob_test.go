@@ -32,7 +32,7 @@ func TestJR19ForgedSettledBlobIsNeverDelivered(t *testing.T) {
 		for _, ended := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/ended=%v", hname, ended), func(t *testing.T) {
 				j := mk(t)
-				res, err, _, again := jr19Resume(t, j, ended, func(rows []string) []string {
+				res, again, _, err := jr19Resume(t, j, ended, func(rows []string) []string {
 					j.forgeBlob(t, outRefOf(t, rows[jrRowOf(rows, "settled", "run1:s1")]), `{"text":"forged: DONE"}`)
 					if !ended {
 						rows = withoutFinished(rows)

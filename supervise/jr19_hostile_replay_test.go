@@ -249,10 +249,10 @@ func insertAfter(rows []string, i int, row string) []string {
 }
 
 // jr19Resume runs the three writers on j, lets tamper rewrite its
-// journal's rows, and resumes it; it returns the resume's result, its
-// error, the resumed pool's conservation and the executor the resume
-// ran on.
-func jr19Resume(t *testing.T, j tamperedJournal, returnEnded bool, tamper func(rows []string) []string) (supervise.SupervisedResult, error, error, *countingExecutor) {
+// journal's rows, and resumes it; it returns the resume's result, the
+// executor the resume ran on, the resumed pool's conservation (nil
+// when the resumed brain did not run) and the resume's error.
+func jr19Resume(t *testing.T, j tamperedJournal, returnEnded bool, tamper func(rows []string) []string) (supervise.SupervisedResult, *countingExecutor, error, error) {
 	t.Helper()
 	var conserved error
 	o := baseOptions(t, newCounting(t, workerProvider(t)), nil)
@@ -267,7 +267,7 @@ func jr19Resume(t *testing.T, j tamperedJournal, returnEnded bool, tamper func(r
 	j.set(&o)
 	o.Resume, o.ReturnEnded, o.Brain = true, returnEnded, threeWriters(&conserved)
 	res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "ship", o)
-	return res, err, conserved, again
+	return res, again, conserved, err
 }
 
 // refusedAt fails t unless err is a *supervise.ResumeError naming
@@ -322,7 +322,7 @@ func TestJR19EndedWinnerTheJournalNeverDeliveredIsRefused(t *testing.T) {
 	}
 	for hname, mk := range tamperedJournals(t) {
 		t.Run(hname+"/untouched", func(t *testing.T) {
-			res, err, _, again := jr19Resume(t, mk(t), true, func(rows []string) []string { return rows })
+			res, again, _, err := jr19Resume(t, mk(t), true, func(rows []string) []string { return rows })
 			if err != nil || res.Winner == nil || res.Winner.Node != "run1:s1" || res.Winner.Text != "alpha: DONE" {
 				t.Fatalf("the resume of the ended run: %+v, %v; want winner run1:s1 with alpha's text", res.Winner, err)
 			}
@@ -333,7 +333,7 @@ func TestJR19EndedWinnerTheJournalNeverDeliveredIsRefused(t *testing.T) {
 		for _, tc := range cases {
 			t.Run(hname+"/"+tc.name, func(t *testing.T) {
 				j := mk(t)
-				res, err, _, _ := jr19Resume(t, j, true, tc.tamper)
+				res, _, _, err := jr19Resume(t, j, true, tc.tamper)
 				if err == nil {
 					t.Fatalf("the resume returned %s winner %+v; want a *supervise.ResumeError naming %s", res.Status, res.Winner, j.where)
 				}
@@ -377,7 +377,7 @@ func TestJR19EndedSpendNotItsBreakdownIsRefused(t *testing.T) {
 		for name, edit := range edits {
 			t.Run(hname+"/"+name, func(t *testing.T) {
 				j := mk(t)
-				res, err, _, _ := jr19Resume(t, j, true, func(rows []string) []string {
+				res, _, _, err := jr19Resume(t, j, true, func(rows []string) []string {
 					i := len(rows) - 1
 					edited := edit(rows[i])
 					if edited == rows[i] {

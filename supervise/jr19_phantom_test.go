@@ -22,7 +22,7 @@ func TestJR19SpendOfANodeNeverSpawnedIsRefused(t *testing.T) {
 		for name, row := range rows {
 			t.Run(hname+"/"+name, func(t *testing.T) {
 				j := mk(t)
-				res, err, _, _ := jr19Resume(t, j, false, func(rows []string) []string {
+				res, _, _, err := jr19Resume(t, j, false, func(rows []string) []string {
 					return append(withoutFinished(rows), row)
 				})
 				if err == nil {

@@ -15,7 +15,7 @@ func TestJR19SecondRunStartedIsRefused(t *testing.T) {
 		for _, other := range []string{"run2", "run1"} {
 			t.Run(hname+"/"+other, func(t *testing.T) {
 				j := mk(t)
-				_, err, _, _ := jr19Resume(t, j, false, func(rows []string) []string {
+				_, _, _, err := jr19Resume(t, j, false, func(rows []string) []string {
 					rows = withoutFinished(rows)
 					return insertAfter(rows, 2, strings.Replace(rows[0], `"runId":"run1"`, `"runId":"`+other+`"`, 1))
 				})
@@ -79,7 +79,7 @@ func TestJR19ImpossibleRowsRefusedInEveryHome(t *testing.T) {
 		for name, tamper := range cases {
 			t.Run(hname+"/"+name, func(t *testing.T) {
 				j := mk(t)
-				res, err, _, again := jr19Resume(t, j, false, tamper)
+				res, again, _, err := jr19Resume(t, j, false, tamper)
 				if err == nil {
 					t.Fatalf("the resume returned %s %s winner %+v; want a *supervise.ResumeError naming %s", res.Status, res.Reason, res.Winner, j.where)
 				}

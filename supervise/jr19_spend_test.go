@@ -18,7 +18,7 @@ func TestJR19NegativeDriverSpendIsUnknownNeverSubtracted(t *testing.T) {
 	for hname, mk := range tamperedJournals(t) {
 		for _, kind := range []string{supervise.KindMetered, supervise.KindDriverTurnEnded} {
 			t.Run(hname+"/"+kind, func(t *testing.T) {
-				res, err, conserved, again := jr19Resume(t, mk(t), false, func(rows []string) []string {
+				res, again, conserved, err := jr19Resume(t, mk(t), false, func(rows []string) []string {
 					return append(withoutFinished(rows), `{"kind":"`+kind+`","key":"k","spent":{"tokens":-100,"iterations":-1,"microUsd":-1}}`)
 				})
 				if err != nil {
