@@ -2234,6 +2234,11 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 			if w == nil {
 				return &ResumeError{RunDir: c.log.where, Reason: "settlement of unknown node " + string(r.Node)}
 			}
+			if r.Delivered && (r.State != StateDone || r.Verdict == nil || !r.Verdict.Passed) {
+				// Only a done worker whose check passed is delivered, and
+				// its settlement journals the verdict that delivered it.
+				return &ResumeError{RunDir: c.log.where, Reason: fmt.Sprintf("journal record %d: %s settled %s, delivered without a passing verdict", i+1, r.Node, r.State)}
+			}
 			st, err := c.scope.Settle(r.Node, Result{State: r.State, Spent: r.Spent.spend(), Reason: r.Reason})
 			if err != nil && st.Node == "" {
 				return &ResumeError{RunDir: c.log.where, Reason: "replaying settlement of " + string(r.Node), Err: err}
