@@ -2163,7 +2163,13 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 	managers := map[NodeID]bool{} // the nested managers spawned
 	var openTurns []string        // driver turns opened, in order
 	endedTurns := map[string]bool{}
-	for _, r := range prior {
+	for i, r := range prior {
+		if r.Kind == KindRunStarted && i > 0 {
+			// A run journals one run-started record, its first: another
+			// is a journal mixed from two runs (or two starts of one),
+			// whose rows no replay can tell apart.
+			return &ResumeError{RunDir: c.log.where, Reason: fmt.Sprintf("journal record %d is a second run-started record (run %q)", i+1, clip(r.RunID, 128))}
+		}
 		if r.Kind == KindAnalystDefined {
 			if err := c.replayAnalyst(r); err != nil {
 				return err
@@ -2227,6 +2233,11 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 			w := c.workers[r.Node]
 			if w == nil {
 				return &ResumeError{RunDir: c.log.where, Reason: "settlement of unknown node " + string(r.Node)}
+			}
+			if r.Delivered && (r.State != StateDone || r.Verdict == nil || !r.Verdict.Passed) {
+				// Only a done worker whose check passed is delivered, and
+				// its settlement journals the verdict that delivered it.
+				return &ResumeError{RunDir: c.log.where, Reason: fmt.Sprintf("journal record %d: %s settled %s, delivered without a passing verdict", i+1, r.Node, r.State)}
 			}
 			st, err := c.scope.Settle(r.Node, Result{State: r.State, Spent: r.Spent.spend(), Reason: r.Reason})
 			if err != nil && st.Node == "" {
@@ -2310,6 +2321,11 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 			// A metered record, or the transcript record that journaled a
 			// model turn's answer with its spend: charged once either way.
 			if r.Node != "" && r.Node != c.scope.Root() {
+				if c.workers[r.Node] == nil {
+					// No manager the run spawned: charged to a view of a
+					// node that never settles, the spend would vanish.
+					return &ResumeError{RunDir: c.log.where, Reason: fmt.Sprintf("journal record %d: spend of %s, which the journal never spawned", i+1, clip(string(r.Node), 128))}
+				}
 				// A nested manager's turn: its node's spend, settled with
 				// it (or counted on when it is driven again).
 				c.viewOfLocked(r.Node).meterNestedLocked(r.Spent.spend())
@@ -2326,11 +2342,24 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 			// A record naming no node, or the root's (as every record
 			// before nested managers journaled theirs), is the run's.
 			v := c.viewOfLocked(r.Node)
-			v.submitted = &Winner{Node: v.self, OutRef: r.OutRef, Verdict: r.Verdict, Submitted: true}
-			if b, err := c.log.getBlob(r.OutRef); err == nil {
-				if t, ok := canonjson.Resolve(b, "/text"); ok {
-					v.submitted.Text = t.Str()
+			if v.submitted != nil {
+				if v.submitted.OutRef == r.OutRef {
+					continue // the same submission twice: one
 				}
+				// Submit journals one result per manager (the first
+				// passing one): another is no run's, and never replaces it.
+				return &ResumeError{RunDir: c.log.where, Reason: fmt.Sprintf("journal record %d: a second result submitted by %s", i+1, v.self)}
+			}
+			v.submitted = &Winner{Node: v.self, OutRef: r.OutRef, Verdict: r.Verdict, Submitted: true}
+			// Submit stores its result before it journals the record: a
+			// blob that is gone or does not hash to its name cannot say
+			// what was accepted, and is never a winner with no text.
+			b, err := c.log.getBlob(r.OutRef)
+			if err != nil {
+				return &ResumeError{RunDir: c.log.where, Reason: fmt.Sprintf("journal record %d: reading the result %s submitted", i+1, v.self), Err: err}
+			}
+			if t, ok := canonjson.Resolve(b, "/text"); ok {
+				v.submitted.Text = t.Str()
 			}
 		case KindTeardownUnconfirmed:
 			c.replayTeardown(r)

@@ -29,22 +29,47 @@ type meter struct {
 	// tokens is the turns' known tokens plus, once tokensUnknown, the
 	// floors of the incomplete receipts (ledger.Spend.TokensFloor): what
 	// is known to have been spent at least, as the pool debits it.
-	tokens, microUSD int64
-	tokensUnknown    bool
-	usdUnknown       bool
+	tokens, microUSD  int64
+	tokensUnknown     bool
+	usdUnknown        bool
+	iterationsUnknown bool // a turn charged an invalid iteration count (never a live one's)
+}
+
+// add charges sp to m. A quantity no turn can have spent — negative,
+// above ledger.MaxQuantity, or one that would take the sum past it, as
+// only a journal no brain wrote holds — is unknown, never added, as the
+// pool's Observe takes it.
+func (m *meter) add(sp ledger.Spend) {
+	m.charged = true
+	if sp.Iterations != nil && !addQuantity(&m.iterations, *sp.Iterations) {
+		m.iterationsUnknown = true
+	}
+	m.addTokens(sp)
+	if sp.MicroUSD == nil || !addQuantity(&m.microUSD, *sp.MicroUSD) {
+		m.usdUnknown = true
+	}
+}
+
+// addQuantity adds v to *sum when v is a quantity a spend can hold and
+// the sum stays within ledger.MaxQuantity; it reports whether it did.
+func addQuantity(sum *int64, v int64) bool {
+	if v < 0 || v > ledger.MaxQuantity || *sum > ledger.MaxQuantity-v {
+		return false
+	}
+	*sum += v
+	return true
 }
 
 // addTokens adds sp's tokens to m: known tokens, or, for a turn that
 // did not report them all, the floor its receipt shows (unknown, never
 // dropped: ledger.Pool.Observe debits the same floor).
 func (m *meter) addTokens(sp ledger.Spend) {
-	if sp.Tokens != nil {
-		m.tokens += *sp.Tokens
+	if sp.Tokens != nil && addQuantity(&m.tokens, *sp.Tokens) {
 		return
 	}
 	m.tokensUnknown = true
-	if f := sp.TokensFloor; f != nil && *f > 0 && *f <= ledger.MaxQuantity {
-		m.tokens += *f
+	if f := sp.TokensFloor; sp.Tokens == nil && f != nil && *f > 0 {
+		addQuantity(&m.tokens, *f)
 	}
 }
 
@@ -118,17 +143,7 @@ func (c *Coordinator) chargeDriver(sp ledger.Spend) {
 	c.pool.Observe(sp)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	m := &c.meter
-	m.charged = true
-	if sp.Iterations != nil {
-		m.iterations += *sp.Iterations
-	}
-	m.addTokens(sp)
-	if sp.MicroUSD == nil {
-		m.usdUnknown = true
-	} else {
-		m.microUSD += *sp.MicroUSD
-	}
+	c.meter.add(sp)
 }
 
 // driverTotal is the brain's charged spend and, when some of it is
@@ -137,14 +152,17 @@ func (c *Coordinator) driverTotal() (SpentTotal, *SpendGap) {
 	c.mu.Lock()
 	m := c.meter
 	c.mu.Unlock()
-	t := SpentTotal{Resources: map[string]int64{}, TokensKnown: !m.tokensUnknown, IterationsKnown: true, USDKnown: !m.usdUnknown,
+	t := SpentTotal{Resources: map[string]int64{}, TokensKnown: !m.tokensUnknown, IterationsKnown: !m.iterationsUnknown, USDKnown: !m.usdUnknown,
 		Tokens: m.tokens, Iterations: m.iterations, MicroUSD: m.microUSD}
-	if !m.tokensUnknown && !m.usdUnknown {
+	if !m.tokensUnknown && !m.usdUnknown && !m.iterationsUnknown {
 		return t, nil
 	}
 	gap := &SpendGap{ID: c.scope.Root(), Label: "manager", Kind: GapUnreported}
 	if m.tokensUnknown {
 		gap.Channels = append(gap.Channels, ledger.ChannelTokens)
+	}
+	if m.iterationsUnknown {
+		gap.Channels = append(gap.Channels, ledger.ChannelIterations)
 	}
 	if m.usdUnknown {
 		gap.Channels = append(gap.Channels, ledger.ChannelUSD)

@@ -227,8 +227,11 @@ func (c *Coordinator) joinChildren(grace time.Duration) {
 // dollars, and no iteration (driverSpend); a channel some turn did not
 // report is unknown.
 func (m meter) spend() ledger.Spend {
-	iterations := m.iterations
-	sp := ledger.Spend{Iterations: &iterations}
+	var sp ledger.Spend
+	if !m.iterationsUnknown {
+		iterations := m.iterations
+		sp.Iterations = &iterations
+	}
 	t := m.tokens
 	switch {
 	case !m.tokensUnknown:
@@ -285,19 +288,7 @@ func (c *Coordinator) meterNested(sp ledger.Spend) {
 	c.scope.ObserveNode(c.self, sp)
 }
 
-func (c *Coordinator) meterNestedLocked(sp ledger.Spend) {
-	m := &c.meter
-	m.charged = true
-	if sp.Iterations != nil {
-		m.iterations += *sp.Iterations
-	}
-	m.addTokens(sp)
-	if sp.MicroUSD == nil {
-		m.usdUnknown = true
-	} else {
-		m.microUSD += *sp.MicroUSD
-	}
-}
+func (c *Coordinator) meterNestedLocked(sp ledger.Spend) { c.meter.add(sp) }
 
 // nestedMeter is a nested manager's TurnMeter: its turns go to its
 // worker log and progress (its Work.Observer) and are metered to its

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
+	"slices"
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/kernel"
@@ -168,6 +170,47 @@ func journaledOutcome(prior []Record) (*OutcomeRecord, error) {
 	return nil, nil
 }
 
+// winnerJournaled reports whether the winner of o, the outcome a
+// finished record of prior holds, is a winner the journal delivered: a
+// child of the root settled done and delivered under the winner's
+// outRef, or the root's submitted result under it — the candidates a
+// finalizer chooses among. An outcome that says the journal lost the
+// winner's settlement (o.Lost names it, or the losses are more than it
+// names) needs only the winner's spawn: the run returned it and said
+// what its journal could not take. Any other winner (a node never
+// spawned, a worker whose result was not delivered, another result than
+// the one committed) is an *OutcomeError: a journal is never trusted to
+// say what a run returned. An outcome without a winner passes.
+func winnerJournaled(prior []Record, root NodeID, o *OutcomeRecord) error {
+	w := o.Winner
+	if w == nil {
+		return nil
+	}
+	child := false
+	if p, ok := w.Node.Parent(); ok && p == root {
+		child = true
+	}
+	lost := o.LostCount > len(o.Lost) || slices.Contains(o.Lost, LostRecord{Kind: KindSettled, Node: w.Node})
+	for _, r := range prior {
+		switch {
+		case w.Submitted:
+			if r.Kind == KindSubmitted && (r.Node == "" || r.Node == root) && w.Node == root && r.OutRef == w.OutRef {
+				return nil
+			}
+		case !child || r.Node != w.Node:
+		case r.Kind == KindSettled && r.State == StateDone && r.Delivered && r.OutRef == w.OutRef:
+			return nil
+		case r.Kind == KindSpawned && lost:
+			return nil
+		}
+	}
+	what := "no child of the run settled done and delivered with this result"
+	if w.Submitted {
+		what = "the run submitted no such result"
+	}
+	return &OutcomeError{Path: "/result/winner", Reason: fmt.Sprintf("winner %s (%s): %s", clip(string(w.Node), 128), clip(w.OutRef, 80), what)}
+}
+
 // OutcomeError is a finished record whose outcome is not a result a run
 // can return. Path is the JSON pointer of the offending member within
 // the record.
@@ -220,6 +263,36 @@ func (o *OutcomeRecord) Check() error {
 		return bad("/lostCount", "a negative count")
 	case len(o.Lost) > o.LostCount || len(o.Lost) > MaxLostNamed:
 		return bad("/lost", fmt.Sprintf("%d lost records named for a count of %d (at most %d are named)", len(o.Lost), o.LostCount, MaxLostNamed))
+	}
+	return o.checkSpent(bad)
+}
+
+// checkSpent reports, through bad, an outcome whose spend Supervise
+// could not have returned: a negative quantity, or a spentTotal that is
+// not its breakdown's sum (driver inference plus child work, each
+// channel known only when both parts are).
+func (o *OutcomeRecord) checkSpent(bad func(path, reason string) error) error {
+	for _, t := range []struct {
+		path string
+		r    TotalRecord
+	}{{"/spent", o.Spent}, {"/driverInference", o.DriverInference}, {"/childWork", o.ChildWork}} {
+		if t.r.Tokens < 0 || t.r.Iterations < 0 || t.r.MicroUSD < 0 {
+			return bad(t.path, "a negative quantity")
+		}
+	}
+	d, c, s := o.DriverInference, o.ChildWork, o.Spent
+	for _, ch := range []struct {
+		member            string
+		sum, d, c         int64
+		known, dKnown, cK bool
+	}{
+		{"tokens", s.Tokens, d.Tokens, c.Tokens, s.TokensKnown, d.TokensKnown, c.TokensKnown},
+		{"iterations", s.Iterations, d.Iterations, c.Iterations, s.IterationsKnown, d.IterationsKnown, c.IterationsKnown},
+		{"microUsd", s.MicroUSD, d.MicroUSD, c.MicroUSD, s.USDKnown, d.USDKnown, c.USDKnown},
+	} {
+		if ch.d > math.MaxInt64-ch.c || ch.sum != ch.d+ch.c || ch.known != (ch.dKnown && ch.cK) {
+			return bad("/spent/"+ch.member, "the spent total is not the sum of driverInference and childWork")
+		}
 	}
 	return nil
 }

@@ -917,6 +917,11 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 			if ended, err = journaledOutcome(prior); err != nil {
 				return SupervisedResult{}, &ResumeError{RunDir: log.where, Reason: "the journal's finished record is not a result", Err: err}
 			}
+			if ended != nil {
+				if err := winnerJournaled(prior, NodeID(runID), ended); err != nil {
+					return SupervisedResult{}, &ResumeError{RunDir: log.where, Reason: "the journal's finished record is not its result", Err: err}
+				}
+			}
 		}
 	} else {
 		rec := Record{Kind: KindRunStarted, RunID: runID, StartedAtMS: start.UnixMilli(), Task: task,
