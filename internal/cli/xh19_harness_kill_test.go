@@ -258,52 +258,16 @@ func TestXH19KilledSupervisorLeavesNoHarnessRunning(t *testing.T) {
 	cmd := exec.CommandContext(ctx, exe, "supervise", manager, "--worker", worker, "--task", "write alpha", "--provider", "claude-code",
 		"--base-url", api.url, "--expect", "DONE", "--run-dir", runDir, "--run-id", "run1", "--db", filepath.Join(dir, "runs.db"), "--json")
 	cmd.Env = xh19Env(claude)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var tracked map[int]string
-	t.Cleanup(func() {
-		for pid := range stillRunning(tracked) {
-			syscall.Kill(pid, syscall.SIGKILL)
-		}
-	})
 	// The manager asked for await_event and the worker's model call is
-	// held open; its relay runs.
-	relayUp := func() bool {
-		for _, argv := range descendants(cmd.Process.Pid) {
-			if strings.Contains(argv, "mcp coordination "+runDir) {
-				return true
-			}
-		}
-		return false
-	}
-	if !waitFor(2*time.Minute, func() bool { m, w := api.calls(); return m >= 2 && w >= 1 && relayUp() }) {
-		cmd.Process.Kill()
-		cmd.Wait()
+	// held open; its relay runs. Then the harness's tool call has 500 ms
+	// to reach the relay and the run.
+	tracked := sigkillOnce(t, cmd, "its await_event", 500*time.Millisecond, func() bool {
 		m, w := api.calls()
-		t.Fatalf("the run never reached its await_event (manager calls %d, worker %d); stderr:\n%s", m, w, stderr.String())
-	}
-	// Let the harness's tool call reach the relay and the run.
-	time.Sleep(500 * time.Millisecond)
-	tracked = descendants(cmd.Process.Pid)
-	t.Logf("the run's processes before the kill: %d", len(tracked))
-	if err := cmd.Process.Kill(); err != nil { // SIGKILL
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
+		return m >= 2 && w >= 1 && relayUp(cmd, runDir)
+	})
 	mgrAtKill, _ := api.calls()
-	if !waitFor(20*time.Second, func() bool { return len(stillRunning(tracked)) == 0 }) {
-		left := stillRunning(tracked)
-		var names []string
-		for pid, argv := range left {
-			if len(argv) > 160 {
-				argv = argv[:160] + "…"
-			}
-			names = append(names, fmt.Sprintf("%d: %s", pid, argv))
-		}
-		t.Errorf("20 s after the supervisor's SIGKILL, %d of its %d processes still run:\n%s", len(left), len(tracked), strings.Join(names, "\n"))
+	if left := survivors(tracked); left != "" {
+		t.Errorf("20 s after the supervisor's SIGKILL, of its %d processes these still run:\n%s", len(tracked), left)
 	}
 	if m, _ := api.calls(); m != mgrAtKill {
 		t.Errorf("the killed run's manager made %d more model calls after the kill", m-mgrAtKill)
@@ -381,38 +345,13 @@ func TestXH19ResumedHarnessManagerAfterKill(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, exe, args...)
 	cmd.Env = xh19Env(claude)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var tracked map[int]string
-	t.Cleanup(func() {
-		for pid := range stillRunning(tracked) {
-			syscall.Kill(pid, syscall.SIGKILL)
-		}
-	})
-	if !waitFor(2*time.Minute, func() bool {
-		m, w := api.calls()
-		_, err := os.Stat(filepath.Join(runDir, "coordination-endpoint.json"))
-		return m >= 2 && w >= 1 && err == nil
-	}) {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatalf("the run never reached its await_event; stderr:\n%s", stderr.String())
-	}
-	time.Sleep(500 * time.Millisecond)
+	tracked := sigkillOnce(t, cmd, "its await_event", 500*time.Millisecond, func() bool { return awaiting(api, runDir) })
 	b, err := os.ReadFile(filepath.Join(runDir, "coordination-endpoint.json"))
 	if err != nil || json.Unmarshal(b, &oldEP) != nil {
 		t.Fatalf("reading the endpoint: %v", err)
 	}
-	tracked = descendants(cmd.Process.Pid)
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
-	if !waitFor(20*time.Second, func() bool { return len(stillRunning(tracked)) == 0 }) {
-		t.Fatalf("the killed run's processes still run: %v", stillRunning(tracked))
+	if left := survivors(tracked); left != "" {
+		t.Fatalf("the killed run's processes still run:\n%s", left)
 	}
 	_, wrkBefore := api.calls()
 	mgrBefore := len(api.managerBodies())
@@ -476,34 +415,75 @@ func killHarnessRunMidAwait(t *testing.T, exe, claude string, api *xh19API, runD
 	defer cancel()
 	cmd := exec.CommandContext(ctx, exe, args...)
 	cmd.Env = xh19Env(claude)
+	tracked := sigkillOnce(t, cmd, "its await_event", 500*time.Millisecond, func() bool { return awaiting(api, runDir) })
+	if left := survivors(tracked); left != "" {
+		t.Fatalf("the killed run's processes still run:\n%s", left)
+	}
+}
+
+// awaiting reports whether a claude-code manager's run on api reached
+// its await_event: two manager calls, a worker's call held open, the
+// run's endpoint published in runDir.
+func awaiting(api *xh19API, runDir string) bool {
+	m, w := api.calls()
+	_, err := os.Stat(filepath.Join(runDir, "coordination-endpoint.json"))
+	return m >= 2 && w >= 1 && err == nil
+}
+
+// relayUp reports whether the supervisor cmd runs the MCP relay of
+// runDir (agentrt mcp coordination RUN-DIR) among its descendants.
+func relayUp(cmd *exec.Cmd, runDir string) bool {
+	for _, argv := range descendants(cmd.Process.Pid) {
+		if strings.Contains(argv, "mcp coordination "+runDir) {
+			return true
+		}
+	}
+	return false
+}
+
+// sigkillOnce starts cmd (its stderr kept), waits up to 2 minutes until
+// ready — failing the test with what the run never reached and its
+// stderr — gives what is in flight settle to land, SIGKILLs it and
+// returns the processes the run had started by then (pid → argv); any
+// that outlive the test are killed at its end.
+func sigkillOnce(t *testing.T, cmd *exec.Cmd, what string, settle time.Duration, ready func() bool) map[int]string {
+	t.Helper()
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	if !waitFor(2*time.Minute, func() bool {
-		m, w := api.calls()
-		_, err := os.Stat(filepath.Join(runDir, "coordination-endpoint.json"))
-		return m >= 2 && w >= 1 && err == nil
-	}) {
+	if !waitFor(2*time.Minute, ready) {
 		cmd.Process.Kill()
 		cmd.Wait()
-		t.Fatalf("the run never reached its await_event; stderr:\n%s", stderr.String())
+		t.Fatalf("the run never reached %s; stderr:\n%s", what, stderr.String())
 	}
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(settle)
 	tracked := descendants(cmd.Process.Pid)
 	t.Cleanup(func() {
 		for pid := range stillRunning(tracked) {
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
 	})
-	if err := cmd.Process.Kill(); err != nil {
+	t.Logf("the run's processes before the kill: %d", len(tracked))
+	if err := cmd.Process.Kill(); err != nil { // SIGKILL
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	if !waitFor(20*time.Second, func() bool { return len(stillRunning(tracked)) == 0 }) {
-		t.Fatalf("the killed run's processes still run: %v", stillRunning(tracked))
+	return tracked
+}
+
+// survivors waits up to 20 s for every process of tracked to end and
+// describes those that did not, one "pid: argv" line each ("" if none).
+func survivors(tracked map[int]string) string {
+	if waitFor(20*time.Second, func() bool { return len(stillRunning(tracked)) == 0 }) {
+		return ""
 	}
+	var lines []string
+	for pid, argv := range stillRunning(tracked) {
+		lines = append(lines, fmt.Sprintf("%d: %.160s", pid, argv))
+	}
+	return strings.Join(lines, "\n")
 }
 
 // runAgentrt runs the built agentrt with args and returns its stdout,
@@ -838,46 +818,13 @@ func TestXH19KilledSupervisorLeavesNoCodexRunning(t *testing.T) {
 	cmd := exec.CommandContext(ctx, exe, "supervise", manager, "--worker", worker, "--task", "write alpha", "--provider", "codex",
 		"--base-url", api.url+"/v1", "--expect", "DONE", "--run-dir", runDir, "--run-id", "run1", "--db", filepath.Join(dir, "runs.db"), "--json")
 	cmd.Env = append(os.Environ(), "OPENAI_API_KEY=sk-fake-codex-key", "PATH="+filepath.Dir(codex)+string(os.PathListSeparator)+os.Getenv("PATH"))
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var tracked map[int]string
-	t.Cleanup(func() {
-		for pid := range stillRunning(tracked) {
-			syscall.Kill(pid, syscall.SIGKILL)
-		}
-	})
-	relayUp := func() bool {
-		for _, argv := range descendants(cmd.Process.Pid) {
-			if strings.Contains(argv, "mcp coordination "+runDir) {
-				return true
-			}
-		}
-		return false
-	}
-	if !waitFor(2*time.Minute, func() bool { m, w := api.calls(); return m >= 2 && w >= 1 && relayUp() }) {
-		cmd.Process.Kill()
-		cmd.Wait()
+	tracked := sigkillOnce(t, cmd, "its await_event", 500*time.Millisecond, func() bool {
 		m, w := api.calls()
-		t.Fatalf("the run never reached its await_event (manager calls %d, worker %d); stderr:\n%s", m, w, stderr.String())
-	}
-	time.Sleep(500 * time.Millisecond)
-	tracked = descendants(cmd.Process.Pid)
-	t.Logf("the run's processes before the kill: %d", len(tracked))
-	if err := cmd.Process.Kill(); err != nil { // SIGKILL
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
+		return m >= 2 && w >= 1 && relayUp(cmd, runDir)
+	})
 	mgrAtKill, _ := api.calls()
-	if !waitFor(20*time.Second, func() bool { return len(stillRunning(tracked)) == 0 }) {
-		left := stillRunning(tracked)
-		var names []string
-		for pid, argv := range left {
-			names = append(names, fmt.Sprintf("%d: %.160s", pid, argv))
-		}
-		t.Errorf("20 s after the supervisor's SIGKILL, %d of its %d processes still run:\n%s", len(left), len(tracked), strings.Join(names, "\n"))
+	if left := survivors(tracked); left != "" {
+		t.Errorf("20 s after the supervisor's SIGKILL, of its %d processes these still run:\n%s", len(tracked), left)
 	}
 	if m, _ := api.calls(); m != mgrAtKill {
 		t.Errorf("the killed run's manager made %d more model calls after the kill", m-mgrAtKill)
@@ -991,38 +938,10 @@ func TestXH19KilledSupervisorLeavesNoOpencodeRunning(t *testing.T) {
 	cmd := exec.CommandContext(ctx, exe, "supervise", manager, "--worker", worker, "--task", "write alpha", "--provider", "opencode",
 		"--base-url", api.url+"/v1", "--expect", "DONE", "--run-dir", runDir, "--run-id", "run1", "--db", filepath.Join(dir, "runs.db"), "--json")
 	cmd.Env = append(os.Environ(), "OPENAI_API_KEY=sk-fake-opencode-key", "PATH="+filepath.Dir(opencode)+string(os.PathListSeparator)+os.Getenv("PATH"))
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var tracked map[int]string
-	t.Cleanup(func() {
-		for pid := range stillRunning(tracked) {
-			syscall.Kill(pid, syscall.SIGKILL)
-		}
-	})
-	if !waitFor(2*time.Minute, func() bool { m, w := calls(); return m >= 2 && w >= 1 }) {
-		cmd.Process.Kill()
-		cmd.Wait()
-		m, w := calls()
-		t.Fatalf("the run never reached its await_event (manager calls %d, worker %d); stderr:\n%s", m, w, stderr.String())
-	}
-	time.Sleep(time.Second)
-	tracked = descendants(cmd.Process.Pid)
-	t.Logf("the run's processes before the kill: %d", len(tracked))
-	if err := cmd.Process.Kill(); err != nil { // SIGKILL
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
+	tracked := sigkillOnce(t, cmd, "its await_event", time.Second, func() bool { m, w := calls(); return m >= 2 && w >= 1 })
 	mgrAtKill, _ := calls()
-	if !waitFor(20*time.Second, func() bool { return len(stillRunning(tracked)) == 0 }) {
-		left := stillRunning(tracked)
-		var names []string
-		for pid, argv := range left {
-			names = append(names, fmt.Sprintf("%d: %.160s", pid, argv))
-		}
-		t.Errorf("20 s after the supervisor's SIGKILL, %d of its %d processes still run:\n%s", len(left), len(tracked), strings.Join(names, "\n"))
+	if left := survivors(tracked); left != "" {
+		t.Errorf("20 s after the supervisor's SIGKILL, of its %d processes these still run:\n%s", len(tracked), left)
 	}
 	if m, _ := calls(); m != mgrAtKill {
 		t.Errorf("the killed run's manager made %d more model calls after the kill", m-mgrAtKill)
@@ -1050,41 +969,15 @@ func TestXH19KilledSupervisorLeavesNoCheckRunning(t *testing.T) {
 	cmd := exec.CommandContext(ctx, exe, "supervise", manager, "--worker", worker, "--task", "write alpha", "--provider", "claude-code",
 		"--base-url", api.url, "--check-cmd", "sleep 90; true", "--run-dir", runDir, "--run-id", "run1", "--db", filepath.Join(dir, "runs.db"), "--json")
 	cmd.Env = xh19Env(claude)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var tracked map[int]string
-	t.Cleanup(func() {
-		for pid := range stillRunning(tracked) {
-			syscall.Kill(pid, syscall.SIGKILL)
-		}
-	})
-	sleeping := func() bool {
+	tracked := sigkillOnce(t, cmd, "its check", 0, func() bool {
 		for _, argv := range descendants(cmd.Process.Pid) {
 			if strings.HasPrefix(argv, "sleep 90") {
 				return true
 			}
 		}
 		return false
-	}
-	if !waitFor(2*time.Minute, sleeping) {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatalf("the check never started; stderr:\n%s", stderr.String())
-	}
-	tracked = descendants(cmd.Process.Pid)
-	if err := cmd.Process.Kill(); err != nil { // SIGKILL
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
-	if !waitFor(20*time.Second, func() bool { return len(stillRunning(tracked)) == 0 }) {
-		left := stillRunning(tracked)
-		var names []string
-		for pid, argv := range left {
-			names = append(names, fmt.Sprintf("%d: %.160s", pid, argv))
-		}
-		t.Errorf("20 s after the supervisor's SIGKILL, %d of its %d processes still run:\n%s", len(left), len(tracked), strings.Join(names, "\n"))
+	})
+	if left := survivors(tracked); left != "" {
+		t.Errorf("20 s after the supervisor's SIGKILL, of its %d processes these still run:\n%s", len(tracked), left)
 	}
 }
